@@ -1,0 +1,35 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+
+/**
+ * Where a test's service keeps its data. With `DATABASE_URL` set (CI's Postgres run), a fresh
+ * database is created per call so tests never see each other's rows and can run in parallel;
+ * otherwise an in-memory PGlite. Call `drop()` in afterAll.
+ */
+export async function testDatabase(): Promise<{ databaseUrl?: string; dataDir: string; drop(): Promise<void> }> {
+  const baseUrl = process.env.DATABASE_URL;
+  if (!baseUrl) return { dataDir: 'memory://', drop: async () => undefined };
+  const name = `actor_test_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: baseUrl });
+  await admin.connect();
+  try {
+    await admin.query(`create database ${name}`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(baseUrl);
+  url.pathname = `/${name}`;
+  return {
+    databaseUrl: url.toString(),
+    dataDir: 'memory://',
+    async drop() {
+      const client = new pg.Client({ connectionString: baseUrl });
+      await client.connect();
+      try {
+        await client.query(`drop database if exists ${name} with (force)`);
+      } finally {
+        await client.end();
+      }
+    },
+  };
+}

@@ -1,0 +1,103 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Status } from 'nice-grpc';
+import { createClient, createLogger, remoteError } from '@actor/kit';
+import { testDatabase } from '@actor/kit/testing';
+import { RegistryServiceDefinition, TrustClass } from '@actor/proto/registry';
+import { loadRegistryConfig } from './config.js';
+import { startRegistry } from './registry-server.js';
+
+describe('RegistryService over gRPC', () => {
+  let registry: Awaited<ReturnType<typeof startRegistry>>;
+  let database: Awaited<ReturnType<typeof testDatabase>>;
+  let client: ReturnType<typeof createClient<typeof RegistryServiceDefinition>>;
+
+  beforeAll(async () => {
+    database = await testDatabase();
+    const config = loadRegistryConfig({
+      REGISTRY_ADDR: '127.0.0.1:0',
+      DATABASE_URL: database.databaseUrl,
+      ACTOR_DATA_DIR: database.dataDir,
+      ACTOR_DEV_TOKEN: 'dev-token-registry-test',
+    });
+    registry = await startRegistry({ config, secretKey: 'test-key', logger: createLogger('registry', 'silent') });
+    client = createClient(RegistryServiceDefinition, registry.address);
+  });
+  afterAll(async () => {
+    await registry?.stop();
+    await database?.drop();
+  });
+
+  const adapter = {
+    type: 'demo:test-mini',
+    displayName: 'Test mini',
+    modelFamily: 'demo-alpha',
+    capabilities: ['general', 'code'],
+    limits: { contextTokens: 8000, maxOutputTokens: 1000, concurrency: 2, timeoutMs: 10_000, egress: false },
+    trustClass: TrustClass.TRUST_CLASS_FIRST_PARTY,
+    qualityTier: 1,
+    demo: true,
+    ready: true,
+  };
+
+  it('stores an adapter and returns it with its current rate card', async () => {
+    await client.putAdapter({ adapter, requestId: 'r1' });
+    await client.putRateCard({
+      rateCard: { adapterType: adapter.type, inputMicroUsdPerMtok: 100_000, outputMicroUsdPerMtok: 400_000, source: 'test', reviewer: 'alice' },
+      reviewerKind: 'human',
+    });
+    const { adapter: stored } = await client.getAdapter({ type: adapter.type });
+    expect(stored?.trustClass).toBe(TrustClass.TRUST_CLASS_FIRST_PARTY);
+    expect(stored?.limits?.maxOutputTokens).toBe(1000);
+    expect(stored?.rateCard?.revision).toBe(1);
+    expect(stored?.rateCard?.outputMicroUsdPerMtok).toBe(400_000);
+  });
+
+  it('revisions rate cards, keeps old ones, and refuses AI subjects', async () => {
+    const second = await client.putRateCard({
+      rateCard: { adapterType: adapter.type, inputMicroUsdPerMtok: 200_000, outputMicroUsdPerMtok: 800_000, source: 'test', reviewer: 'bob' },
+      reviewerKind: 'human',
+    });
+    expect(second.rateCard?.revision).toBe(2);
+    const same = await client.putRateCard({
+      rateCard: { adapterType: adapter.type, inputMicroUsdPerMtok: 200_000, outputMicroUsdPerMtok: 800_000, source: 'test', reviewer: 'bob' },
+      reviewerKind: 'operator',
+    });
+    expect(same.rateCard?.revision).toBe(2);
+    const { rateCards } = await client.listRateCardRevisions({ adapterType: adapter.type });
+    expect(rateCards.map((card) => card.revision)).toEqual([2, 1]);
+    const refused = await client
+      .putRateCard({ rateCard: { adapterType: adapter.type, source: 'gpt', reviewer: 'agent-7' }, reviewerKind: 'ai' })
+      .catch((error: unknown) => remoteError(error));
+    expect(refused).toMatchObject({ status: Status.PERMISSION_DENIED, code: 'actor.rate_card.ai_subject' });
+  });
+
+  it('authenticates the development token and refuses others', async () => {
+    const identity = await client.authenticateToken({ token: 'dev-token-registry-test' });
+    expect(identity.projectId).toBe('prj_default');
+    expect(identity.scopes).toContain('tasks:write');
+    const refused = await client.authenticateToken({ token: 'nope' }).catch((error: unknown) => remoteError(error));
+    expect(refused?.status).toBe(Status.UNAUTHENTICATED);
+  });
+
+  it('keeps secrets encrypted and resolves them', async () => {
+    const put = await client.putSecret({ projectId: 'prj_default', name: 'webhook', value: 'whsec_abc' });
+    expect(put.version).toBe(1);
+    expect(JSON.stringify(put)).not.toContain('whsec_abc');
+    const resolved = await client.resolveSecret({ projectId: 'prj_default', name: 'webhook' });
+    expect(resolved.value).toBe('whsec_abc');
+    const missing = await client.resolveSecret({ projectId: 'prj_default', name: 'nope' }).catch((error: unknown) => remoteError(error));
+    expect(missing?.code).toBe('actor.secret.not_found');
+  });
+
+  it('streams registry changes to watchers', async () => {
+    const controller = new AbortController();
+    const stream = client.watchRegistry({}, { signal: controller.signal });
+    const first = (async () => {
+      for await (const change of stream) return change;
+    })();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    await client.putAdapter({ adapter: { ...adapter, displayName: 'renamed' } });
+    expect(await first).toMatchObject({ kind: 'adapter', adapterType: adapter.type });
+    controller.abort();
+  });
+});

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { remoteError } from './errors.js';
 
 /**
  * Where a test's service keeps its data. With `DATABASE_URL` set (CI's Postgres run), a fresh
@@ -32,4 +33,20 @@ export async function testDatabase(): Promise<{ databaseUrl?: string; dataDir: s
       }
     },
   };
+}
+
+/**
+ * Awaits a gRPC call that must fail and returns its status, Actor code and message. A call that
+ * succeeds fails the test.
+ */
+export async function rejection(call: Promise<unknown>): Promise<{ status: number; code?: string; message: string }> {
+  let result: unknown;
+  try {
+    result = await call;
+  } catch (error) {
+    const remote = remoteError(error);
+    if (!remote) throw error;
+    return remote;
+  }
+  throw new Error(`expected the call to fail, it returned ${JSON.stringify(result)}`);
 }

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Status } from 'nice-grpc';
-import { createClient, createLogger, remoteError } from '@actor/kit';
-import { testDatabase } from '@actor/kit/testing';
+import { createClient, createLogger } from '@actor/kit';
+import { rejection, testDatabase } from '@actor/kit/testing';
 import { RegistryServiceDefinition, TrustClass } from '@actor/proto/registry';
 import { loadRegistryConfig } from './config.js';
 import { startRegistry } from './registry-server.js';
@@ -65,9 +65,9 @@ describe('RegistryService over gRPC', () => {
     expect(same.rateCard?.revision).toBe(2);
     const { rateCards } = await client.listRateCardRevisions({ adapterType: adapter.type });
     expect(rateCards.map((card) => card.revision)).toEqual([2, 1]);
-    const refused = await client
-      .putRateCard({ rateCard: { adapterType: adapter.type, source: 'gpt', reviewer: 'agent-7' }, reviewerKind: 'ai' })
-      .catch((error: unknown) => remoteError(error));
+    const refused = await rejection(
+      client.putRateCard({ rateCard: { adapterType: adapter.type, source: 'gpt', reviewer: 'agent-7' }, reviewerKind: 'ai' }),
+    );
     expect(refused).toMatchObject({ status: Status.PERMISSION_DENIED, code: 'actor.rate_card.ai_subject' });
   });
 
@@ -75,8 +75,8 @@ describe('RegistryService over gRPC', () => {
     const identity = await client.authenticateToken({ token: 'dev-token-registry-test' });
     expect(identity.projectId).toBe('prj_default');
     expect(identity.scopes).toContain('tasks:write');
-    const refused = await client.authenticateToken({ token: 'nope' }).catch((error: unknown) => remoteError(error));
-    expect(refused?.status).toBe(Status.UNAUTHENTICATED);
+    const refused = await rejection(client.authenticateToken({ token: 'nope' }));
+    expect(refused.status).toBe(Status.UNAUTHENTICATED);
   });
 
   it('keeps secrets encrypted and resolves them', async () => {
@@ -85,8 +85,8 @@ describe('RegistryService over gRPC', () => {
     expect(JSON.stringify(put)).not.toContain('whsec_abc');
     const resolved = await client.resolveSecret({ projectId: 'prj_default', name: 'webhook' });
     expect(resolved.value).toBe('whsec_abc');
-    const missing = await client.resolveSecret({ projectId: 'prj_default', name: 'nope' }).catch((error: unknown) => remoteError(error));
-    expect(missing?.code).toBe('actor.secret.not_found');
+    const missing = await rejection(client.resolveSecret({ projectId: 'prj_default', name: 'nope' }));
+    expect(missing.code).toBe('actor.secret.not_found');
   });
 
   it('streams registry changes to watchers', async () => {

@@ -1,0 +1,270 @@
+import type { AgentEvent, AgentRequest, AgentResult } from './agent.js';
+
+/**
+ * The engine's ports. The execution service implements them with gRPC clients and Postgres; the
+ * local CLI with in-process ones. The engine itself imports no gRPC, no database, no service code.
+ */
+
+/** Stable error codes of a task's failure. */
+export type TaskErrorCode =
+  | 'actor.budget.exceeded'
+  | 'actor.no_capable_backend'
+  | 'actor.verification.failed'
+  | 'actor.verification.unavailable'
+  | 'actor.backend.failed'
+  | 'actor.cancelled';
+
+/**
+ * What ports throw for an expected refusal (budget, no backend, lost lease). Any other error from a
+ * port is unexpected (a peer down) and ends the engine run with a rejection, for the caller to
+ * retry the task later.
+ */
+export class PortRefusal extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'PortRefusal';
+  }
+}
+
+export type Mode = 'cheapest' | 'balanced' | 'best' | 'fastest' | 'private';
+export type TaskClass = 'code' | 'research' | 'action' | 'general';
+
+/** The task as the engine sees it. */
+export interface EngineTask {
+  id: string;
+  projectId: string;
+  input: string;
+  mode: Mode;
+  /** Hard limits in micro-USD. */
+  budget: { perTaskMicroUsd: number; perDayMicroUsd: number };
+  /** An explicitly assigned pool agent. */
+  agentId?: string;
+  /** The only adapter types the task may use (empty: any). */
+  backends: string[];
+  /** Required features (`vision`, `tools`). */
+  capabilities: string[];
+  /** Media types of attachments (an `image/*` one makes the task need vision). */
+  attachmentMediaTypes: string[];
+  verify: { judge: boolean; testCommand?: string };
+}
+
+export interface Classification {
+  taskClass: TaskClass;
+  vision: boolean;
+  /** 1 (easy) .. 3 (hard). */
+  difficulty: number;
+  reason: string;
+}
+
+/** The part of a placement decision the engine acts on; `detail` is the whole decision, stored as is. */
+export interface Placement {
+  decisionId: string;
+  backend: string;
+  modelFamily: string;
+  qualityTier: number;
+  demo: boolean;
+  worstCaseCostMicroUsd: number;
+  rateCardRevision: number;
+  /** One or two sentences, for the explanation. */
+  explanation: string;
+  /** The whole decision as a JSON-able object (candidates, scores, exclusions). */
+  detail: unknown;
+}
+
+export interface PlaceRequest {
+  taskId: string;
+  projectId: string;
+  /** Idempotency key of the call (task id + attempt + purpose). */
+  requestId: string;
+  taskClass: TaskClass;
+  requiredCapabilities: string[];
+  estimatedInputTokens: number;
+  mode: Mode;
+  taskBudgetLeftMicroUsd: number;
+  dayBudgetLeftMicroUsd: number;
+  allowedBackends: string[];
+  excludeBackends: string[];
+  /** For an escalation: the backend whose answer failed verification; the winner must be stronger. */
+  escalateFromBackend?: string;
+  purpose: 'work' | 'judge';
+  /** For a judge: the worker's family, to avoid. */
+  avoidModelFamily?: string;
+}
+
+export interface Outcome {
+  requestId: string;
+  backend: string;
+  taskClass: TaskClass;
+  success: boolean;
+  verified: boolean;
+  latencyMs: number;
+  costMicroUsd: number;
+  errorKind?: string;
+  decisionId: string;
+  judge: boolean;
+}
+
+/** Placement: throws PortRefusal(`actor.no_capable_backend`) when nothing fits. */
+export interface PlacementPort {
+  place(request: PlaceRequest, signal: AbortSignal): Promise<Placement>;
+  reportOutcome(outcome: Outcome): Promise<void>;
+}
+
+export interface Reservation {
+  reservationId: string;
+  amountMicroUsd: number;
+}
+
+export interface UsageSample {
+  inputTokens: number;
+  outputTokens: number;
+  durationMs: number;
+  calls: number;
+}
+
+/** Billing: `reserve` throws PortRefusal(`actor.budget.exceeded`) when the limits leave no room. */
+export interface BillingPort {
+  reserve(request: {
+    requestId: string;
+    projectId: string;
+    taskId: string;
+    attemptId: string;
+    amountMicroUsd: number;
+    perTaskLimitMicroUsd: number;
+    perDayLimitMicroUsd: number;
+  }): Promise<Reservation>;
+  settle(request: {
+    reservationId: string;
+    backend: string;
+    rateCardRevision: number;
+    usage: UsageSample;
+    reportedCostMicroUsd?: number;
+    producedOutput: boolean;
+  }): Promise<{ costMicroUsd: number }>;
+  release(reservationId: string): Promise<void>;
+  /** What the task has spent and holds so far, and what the project has today, in micro-USD. */
+  spend(projectId: string, taskId: string): Promise<{ taskMicroUsd: number; dayMicroUsd: number }>;
+}
+
+export interface Lease {
+  leaseId: string;
+  epoch: number;
+  agentId: string;
+  agentType: string;
+  /** The agent slot's configuration JSON, parsed. */
+  configuration: Record<string, unknown>;
+}
+
+/** Pool: `acquire` waits for a slot (fairly); throws PortRefusal when no agent can ever match. */
+export interface PoolPort {
+  acquire(
+    request: {
+      requestId: string;
+      workType: 'task' | 'judge';
+      workId: string;
+      projectId: string;
+      agentId?: string;
+      agentType: string;
+      capability?: string;
+    },
+    signal: AbortSignal,
+  ): Promise<Lease>;
+  release(lease: Lease): Promise<void>;
+}
+
+/** The AI call: runs an adapter of the given type under a lease. */
+export interface AgentsPort {
+  execute(
+    backend: string,
+    request: AgentRequest,
+    signal: AbortSignal,
+    onEvent: (event: AgentEvent) => void,
+  ): Promise<AgentResult>;
+  executeWithSchema(
+    backend: string,
+    request: AgentRequest,
+    jsonSchema: Record<string, unknown>,
+    signal: AbortSignal,
+  ): Promise<AgentResult>;
+}
+
+/** One entry of the task's stored explanation. */
+export interface ExplanationEntry {
+  step: 'evaluate' | 'place' | 'reserve' | 'lease' | 'execute' | 'verify' | 'escalate' | 'failover' | 'settle' | 'finish';
+  attempt: number;
+  message: string;
+  backend?: string;
+  decisionId?: string;
+  detail?: unknown;
+}
+
+export interface AttemptRecord {
+  id: string;
+  number: number;
+  backend: string;
+  modelFamily: string;
+  agentId?: string;
+  decisionId: string;
+  state: 'running' | 'verifying' | 'passed' | 'rejected' | 'errored' | 'cancelled';
+  output: string;
+  error?: string;
+  costMicroUsd: number;
+  inputTokens: number;
+  outputTokens: number;
+  latencyMs: number;
+  verdict?: Verdict;
+}
+
+export interface Verdict {
+  pass: boolean;
+  reasons: string[];
+  judgeBackend: string;
+  judgeModelFamily: string;
+  scores: Record<string, number>;
+  checks: string[];
+}
+
+/**
+ * The trace: where the engine records what happened. The execution service stores each call in the
+ * task's own rows and events (gapless seqs); the CLI writes a file.
+ */
+export interface TracePort {
+  classified(classification: Classification): Promise<void>;
+  state(state: 'running' | 'verifying'): Promise<void>;
+  output(attempt: number, text: string): Promise<void>;
+  explain(entry: ExplanationEntry): Promise<void>;
+  /** Creates or updates an attempt row (same id = update). */
+  attempt(record: AttemptRecord): Promise<void>;
+}
+
+/** Memory: what earlier tasks of the project taught (issue 5 fills it; may return nothing). */
+export interface MemoryPort {
+  recall(projectId: string, input: string): Promise<string[]>;
+}
+
+export interface EnginePorts {
+  placement: PlacementPort;
+  billing: BillingPort;
+  pool: PoolPort;
+  agents: AgentsPort;
+  trace: TracePort;
+  memory?: MemoryPort;
+  /** Makes ids (`att_...`); injected so the engine needs no id library. */
+  newAttemptId(): string;
+}
+
+/** How a run ended. The caller writes the terminal state. */
+export type EngineOutcome =
+  | { state: 'succeeded'; result: string; costMicroUsd: number }
+  | { state: 'failed'; code: TaskErrorCode; message: string; costMicroUsd: number }
+  | { state: 'cancelled'; code: 'actor.cancelled'; message: string; costMicroUsd: number };
+
+export interface EngineOptions {
+  /** Most attempts (first run plus escalations and failovers); default 3. */
+  maxAttempts?: number;
+  /** Default per-call timeout handed to adapters, in ms; default 120 000. */
+  timeoutMs?: number;
+}

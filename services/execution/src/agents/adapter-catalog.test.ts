@@ -1,0 +1,41 @@
+import { describe, expect, it } from 'vitest';
+import { createAgentFor, discoverAdapters } from './adapter-catalog.js';
+
+describe('discoverAdapters', () => {
+  it('always offers the demo backends and says why the OpenAI-compatible adapter is not ready', () => {
+    const catalog = discoverAdapters({});
+    expect(catalog.definitions.map((definition) => definition.declaration.type)).toEqual([
+      'demo:alpha-mini',
+      'demo:alpha-pro',
+      'demo:beta-small',
+      'demo:beta-large',
+    ]);
+    expect(catalog.notReady).toEqual([
+      { type: 'ai-sdk:openai-compatible/*', reason: expect.stringMatching(/set ACTOR_OPENAI_BASE_URL and ACTOR_OPENAI_API_KEY/) },
+    ]);
+  });
+
+  it('adds the OpenAI-compatible adapter when its base URL and key are set', () => {
+    const catalog = discoverAdapters({ ACTOR_OPENAI_BASE_URL: 'http://127.0.0.1:11434/v1', ACTOR_OPENAI_API_KEY: 'ollama', ACTOR_OPENAI_MODEL: 'qwen2.5' });
+    expect(catalog.notReady).toEqual([]);
+    expect(catalog.definitions.at(-1)?.declaration.type).toBe('ai-sdk:openai-compatible/qwen2.5');
+    expect(catalog.createAgentFor('ai-sdk:openai-compatible/qwen2.5')?.type).toBe('ai-sdk:openai-compatible/qwen2.5');
+  });
+
+  it('creates agents for discovered types only', async () => {
+    const catalog = discoverAdapters({});
+    const agent = catalog.createAgentFor('demo:beta-small');
+    expect(agent?.type).toBe('demo:beta-small');
+    const result = await agent!.execute({ executionId: 'exe_catalog', prompt: 'Hi', configuration: { latency_ms: 0 } }, new AbortController().signal, () => {});
+    expect(result.success).toBe(true);
+    expect(catalog.createAgentFor('demo:unknown')).toBeUndefined();
+    expect(catalog.createAgentFor('ai-sdk:openai-compatible/gpt-4o-mini')).toBeUndefined();
+  });
+
+  it('lets the process-wide createAgentFor reach demo types always and discovered types after discovery', () => {
+    expect(createAgentFor('demo:alpha-pro')?.type).toBe('demo:alpha-pro');
+    expect(createAgentFor('ai-sdk:openai-compatible/catalog-test-model')).toBeUndefined();
+    discoverAdapters({ ACTOR_OPENAI_BASE_URL: 'http://127.0.0.1:11434/v1', ACTOR_OPENAI_API_KEY: 'k', ACTOR_OPENAI_MODEL: 'catalog-test-model' });
+    expect(createAgentFor('ai-sdk:openai-compatible/catalog-test-model')?.type).toBe('ai-sdk:openai-compatible/catalog-test-model');
+  });
+});

@@ -1,0 +1,56 @@
+import type { Agent, AdapterDefinition } from './agent.js';
+import { discoverAiSdkAdapter, openAiCompatibleProvider } from './ai-sdk/ai-sdk-discovery.js';
+import { demoAdapterDefinitions } from './demo/demo-catalog.js';
+
+/** An adapter family that was looked for and is not usable, and why. */
+export interface NotReadyAdapter {
+  /** The adapter type, or its family pattern when the exact type is unknown (`ai-sdk:openai-compatible/*`). */
+  type: string;
+  reason: string;
+}
+
+/** What start-up discovery found. */
+export interface AdapterCatalog {
+  /** The adapters ready to declare and run, demo backends first. */
+  definitions: AdapterDefinition[];
+  /** The adapters looked for and not configured, for `GET /v1/adapters` and health checks. */
+  notReady: NotReadyAdapter[];
+  /** A new Agent for a type this discovery found, or undefined for any other type. */
+  createAgentFor(type: string): Agent | undefined;
+}
+
+/**
+ * Every adapter type this process can run: the demo backends, plus whatever `discoverAdapters` found.
+ * Process-wide, so that a caller holding only `createAgentFor` reaches what discovery registered.
+ */
+const runnable = new Map<string, AdapterDefinition>(
+  demoAdapterDefinitions().map((definition) => [definition.declaration.type, definition]),
+);
+
+/**
+ * A new Agent for an adapter type this process can run (a demo backend, or a type a
+ * `discoverAdapters` call found), or undefined for any other type.
+ */
+export function createAgentFor(type: string): Agent | undefined {
+  return runnable.get(type)?.create();
+}
+
+/**
+ * Finds the adapters whose prerequisites are present: the built-in demo backends always, the
+ * OpenAI-compatible one when its env is set. Reads only the env object it is given.
+ */
+export function discoverAdapters(env: Record<string, string | undefined>): AdapterCatalog {
+  const definitions = [...demoAdapterDefinitions()];
+  const notReady: NotReadyAdapter[] = [];
+  const aiSdk = discoverAiSdkAdapter(env);
+  if (aiSdk.definition) definitions.push(aiSdk.definition);
+  else notReady.push({ type: `ai-sdk:${openAiCompatibleProvider}/*`, reason: aiSdk.reason });
+
+  const byType = new Map(definitions.map((definition) => [definition.declaration.type, definition]));
+  for (const [type, definition] of byType) runnable.set(type, definition);
+  return {
+    definitions,
+    notReady,
+    createAgentFor: (type) => byType.get(type)?.create(),
+  };
+}

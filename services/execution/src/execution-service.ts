@@ -1,0 +1,181 @@
+import type { CallContext } from 'nice-grpc';
+import { fail, newId, remoteError, type ActorClient, type Logger } from '@actor/kit';
+import type { AgentsPort, BillingPort } from '@actor/engine';
+import type { ExecutionServiceImplementation } from '@actor/proto/execution';
+import type { PoolServiceDefinition } from '@actor/proto/pool';
+import type { TaskRepository, TaskState } from './db/task-repository.js';
+import { validateTaskInput, type TaskDefaults } from './domain/task-input.js';
+import { encodeEvent, encodeTask, stateFromProto } from './task-encoding.js';
+import type { TaskEventHub } from './task-event-hub.js';
+import type { TaskWorker } from './worker/task-worker.js';
+
+export interface ExecutionServiceDependencies {
+  repository: TaskRepository;
+  hub: TaskEventHub;
+  worker: TaskWorker;
+  pool: ActorClient<typeof PoolServiceDefinition>;
+  billing: BillingPort;
+  agents: AgentsPort;
+  defaults: TaskDefaults;
+  logger: Logger;
+  /** Ends open WatchTask streams at shutdown. */
+  shutdownSignal: AbortSignal;
+  /** How often a watcher re-reads the database for events written by other replicas. */
+  watchPollMs: number;
+}
+
+/** The ExecutionService: decode, validate, store or read, encode. The pipeline runs in the worker. */
+export function createExecutionService(deps: ExecutionServiceDependencies): ExecutionServiceImplementation {
+  const { repository, hub, worker } = deps;
+
+  async function taskWithDetails(taskId: string, projectId: string) {
+    const row = await repository.get(taskId, projectId);
+    if (!row) throw fail.notFound(`no task "${taskId}" in this project`, 'actor.task.not_found');
+    return encodeTask(row, await repository.details(row.id));
+  }
+
+  return {
+    async createTask(request) {
+      const valid = validateTaskInput(request, deps.defaults);
+      if (request.agentId) {
+        const known = await deps.pool.getAgent({ id: request.agentId }).catch((error: unknown) => {
+          if (remoteError(error)?.code === 'actor.not_found' || remoteError(error)?.status === 5) return undefined;
+          throw error;
+        });
+        if (!known) throw fail.invalid(`agent_id "${request.agentId}" names no agent in the pool`);
+      }
+      const { task, replayed } = await repository.create({
+        id: newId('tsk'),
+        projectId: request.projectId,
+        requestId: request.requestId || null,
+        state: 'queued',
+        input: request.input,
+        mode: valid.mode,
+        perTaskMicroUsd: valid.perTaskMicroUsd,
+        perDayMicroUsd: valid.perDayMicroUsd,
+        agentId: request.agentId || null,
+        backends: request.backends,
+        capabilities: request.capabilities,
+        workspace: request.workspace?.repo ? request.workspace : null,
+        verify: valid.verify,
+        webhooks: request.webhooks.map((webhook) => ({
+          url: webhook.url,
+          secretRef: webhook.secretRef,
+          events: webhook.events,
+        })),
+        attachments: request.attachments.map((attachment) => ({
+          name: attachment.name,
+          mediaType: attachment.mediaType,
+          dataBase64: attachment.dataBase64,
+          url: attachment.url,
+        })),
+      });
+      if (!replayed) worker.wake();
+      return { task: encodeTask(task, await repository.details(task.id)), replayed };
+    },
+
+    async getTask(request) {
+      return { task: await taskWithDetails(request.taskId, request.projectId) };
+    },
+
+    async listTasks(request) {
+      const pageSize = Math.min(Math.max(request.pageSize || 50, 1), 200);
+      const state = request.state ? (stateFromProto(request.state) as TaskState | undefined) : undefined;
+      const rows = await repository.list(request.projectId, pageSize + 1, request.pageToken || undefined, state);
+      const page = rows.slice(0, pageSize);
+      return {
+        tasks: page.map((row) => encodeTask(row)),
+        nextPageToken: rows.length > pageSize ? page[page.length - 1]!.id : '',
+      };
+    },
+
+    async cancelTask(request) {
+      const { task, events } = await repository.requestCancel(
+        request.taskId,
+        request.projectId,
+        request.requestedBy || 'unknown caller',
+      );
+      if (!task) throw fail.notFound(`no task "${request.taskId}" in this project`, 'actor.task.not_found');
+      if (events.length > 0) hub.publish(task.id);
+      // A task running in this process stops now; one running elsewhere sees the flag at its next
+      // claim renewal (within a third of the claim TTL).
+      worker.abort(task.id);
+      return { task: await taskWithDetails(task.id, request.projectId) };
+    },
+
+    async *watchTask(request, context: CallContext) {
+      const task = await repository.get(request.taskId, request.projectId);
+      if (!task) throw fail.notFound(`no task "${request.taskId}" in this project`, 'actor.task.not_found');
+      const stop = AbortSignal.any([context.signal, deps.shutdownSignal]);
+      let afterSeq = Math.max(0, request.afterSeq);
+      while (!stop.aborted) {
+        // Subscribe before reading so an event written between the read and the wait is not missed.
+        const nextEvent = hub.next(task.id, deps.watchPollMs, stop);
+        const events = await repository.eventsAfter(task.id, afterSeq);
+        for (const event of events) {
+          yield { event: encodeEvent(event) };
+          afterSeq = event.seq;
+          if (event.kind === 'end') return;
+        }
+        if (events.length === 0) await nextEvent;
+      }
+    },
+
+    async execute(request, context: CallContext) {
+      if (!request.backend) throw fail.invalid('backend is required');
+      if (!request.prompt.trim()) throw fail.invalid('prompt is required');
+      let jsonSchema: Record<string, unknown> | undefined;
+      if (request.jsonSchema) {
+        try {
+          jsonSchema = JSON.parse(request.jsonSchema) as Record<string, unknown>;
+        } catch {
+          throw fail.invalid('json_schema is not valid JSON');
+        }
+      }
+      const executionId = newId('att');
+      // Direct calls are billed like any work: held first (no limit of their own), then settled.
+      const reservation = await deps.billing.reserve({
+        requestId: `${request.requestId || executionId}:execute`,
+        projectId: request.projectId,
+        taskId: `direct:${request.requestId || executionId}`,
+        attemptId: executionId,
+        amountMicroUsd: 0,
+        perTaskLimitMicroUsd: 0,
+        perDayLimitMicroUsd: 0,
+      });
+      const agentRequest = {
+        prompt: request.prompt,
+        systemPrompt: request.systemPrompt || undefined,
+        timeoutMs: request.timeoutMs || 120_000,
+        executionId,
+      };
+      const result = jsonSchema
+        ? await deps.agents.executeWithSchema(request.backend, agentRequest, jsonSchema, context.signal)
+        : await deps.agents.execute(request.backend, agentRequest, context.signal, () => undefined);
+      const { costMicroUsd } = await deps.billing.settle({
+        reservationId: reservation.reservationId,
+        backend: request.backend,
+        rateCardRevision: 0,
+        usage: {
+          inputTokens: result.inputTokens,
+          outputTokens: result.outputTokens,
+          durationMs: Math.round(result.durationMs),
+          calls: 1,
+        },
+        reportedCostMicroUsd: result.reportedCostMicroUsd,
+        producedOutput: result.output.length > 0,
+      });
+      if (!result.success) {
+        throw fail.unavailable(result.errorMessage ?? 'the backend failed', 'actor.backend.failed');
+      }
+      return {
+        output: result.output,
+        structuredJson: result.structured === undefined ? '' : JSON.stringify(result.structured),
+        backend: request.backend,
+        inputTokens: result.inputTokens,
+        outputTokens: result.outputTokens,
+        costMicroUsd,
+      };
+    },
+  };
+}

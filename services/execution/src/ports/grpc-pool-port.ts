@@ -1,0 +1,71 @@
+import { Status } from 'nice-grpc';
+import { type ActorClient, remoteError } from '@actor/kit';
+import { PortRefusal, type Lease, type PoolPort } from '@actor/engine';
+import type { PoolServiceDefinition } from '@actor/proto/pool';
+
+/** How long a lease lives unrenewed, and how long a task waits in the pool's queue for a slot. */
+const leaseTtlMs = 60_000;
+const waitTimeoutMs = 10 * 60_000;
+
+/** The pool over gRPC: waits fairly for a slot, renews the lease while the work runs. */
+export class GrpcPoolPort implements PoolPort {
+  private readonly renewals = new Map<string, NodeJS.Timeout>();
+
+  constructor(private readonly pool: ActorClient<typeof PoolServiceDefinition>) {}
+
+  async acquire(request: Parameters<PoolPort['acquire']>[0], signal: AbortSignal): Promise<Lease> {
+    try {
+      const { lease } = await this.pool.acquire(
+        {
+          requestId: request.requestId,
+          workType: request.workType,
+          workId: request.workId,
+          projectId: request.projectId,
+          agentId: request.agentId ?? '',
+          agentType: request.agentType,
+          capability: request.capability ?? '',
+          ttlMs: leaseTtlMs,
+          wait: true,
+          waitTimeoutMs,
+        },
+        { signal, deadline: waitTimeoutMs + 5_000 },
+      );
+      const result: Lease = {
+        leaseId: lease!.id,
+        epoch: lease!.epoch,
+        agentId: lease!.agent!.id,
+        agentType: lease!.agent!.agentType,
+        configuration: parseConfiguration(lease!.agent!.configurationJson),
+      };
+      // Renew at a third of the TTL so one missed renewal does not lose the slot.
+      const timer = setInterval(() => {
+        this.pool.renew({ leaseId: result.leaseId, epoch: result.epoch, ttlMs: leaseTtlMs }).catch(() => undefined);
+      }, leaseTtlMs / 3);
+      timer.unref();
+      this.renewals.set(result.leaseId, timer);
+      return result;
+    } catch (error) {
+      const remote = remoteError(error);
+      if (remote && (remote.status === Status.FAILED_PRECONDITION || remote.status === Status.DEADLINE_EXCEEDED)) {
+        throw new PortRefusal(remote.code ?? 'actor.pool.no_matching_agent', remote.message);
+      }
+      throw error;
+    }
+  }
+
+  async release(lease: Lease): Promise<void> {
+    clearInterval(this.renewals.get(lease.leaseId));
+    this.renewals.delete(lease.leaseId);
+    await this.pool.release({ leaseId: lease.leaseId, epoch: lease.epoch });
+  }
+}
+
+function parseConfiguration(json: string): Record<string, unknown> {
+  if (!json) return {};
+  try {
+    const value: unknown = JSON.parse(json);
+    return value && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
+}

@@ -258,7 +258,13 @@ export interface EnginePorts {
 
 /** How a run ended. The caller writes the terminal state. */
 export type EngineOutcome =
-  | { state: 'succeeded'; result: string; costMicroUsd: number }
+  | {
+      state: 'succeeded';
+      result: string;
+      costMicroUsd: number;
+      /** True when a judge passed the answer; false when the task turned the judge off (never unchecked otherwise). */
+      verified?: boolean;
+    }
   | { state: 'failed'; code: TaskErrorCode; message: string; costMicroUsd: number }
   | { state: 'cancelled'; code: 'actor.cancelled'; message: string; costMicroUsd: number };
 
@@ -267,4 +273,10 @@ export interface EngineOptions {
   maxAttempts?: number;
   /** Default per-call timeout handed to adapters, in ms; default 120 000. */
   timeoutMs?: number;
+  /**
+   * Attempts that earlier runs of this task already made (a run resumed after a crash); default 0.
+   * Only the idempotency keys of port calls count on from it, so a resumed run never picks up an
+   * earlier run's reservation or lease; trace calls still number this run's attempts from 1.
+   */
+  attemptOffset?: number;
 }

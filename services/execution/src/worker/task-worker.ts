@@ -154,7 +154,9 @@ export class TaskWorker {
           newAttemptId: () => newId('att'),
         },
         controller.signal,
-        this.options.engine,
+        // Request ids of a resumed run must differ from the dead run's, or it would pick up that
+        // run's reservations and leases.
+        { ...this.options.engine, attemptOffset },
       );
       if (claimLost) {
         log.warn('claim lost while running; another worker owns the task now');

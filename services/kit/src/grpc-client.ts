@@ -6,8 +6,11 @@ import {
   type Client,
   type CompatServiceDefinition,
 } from 'nice-grpc';
-import { deadlineMiddleware } from 'nice-grpc-client-middleware-deadline';
-import { retryMiddleware } from 'nice-grpc-client-middleware-retry';
+import { deadlineMiddleware, type DeadlineOptions } from 'nice-grpc-client-middleware-deadline';
+import { retryMiddleware, type RetryOptions } from 'nice-grpc-client-middleware-retry';
+
+/** A client whose calls accept `deadline` and the retry options. */
+export type ActorClient<Service extends CompatServiceDefinition> = Client<Service, DeadlineOptions & RetryOptions>;
 
 export interface ClientOptions {
   /** Deadline of every unary call, in ms, unless the call sets its own; default 10 000. */
@@ -35,7 +38,7 @@ export function createClient<Service extends CompatServiceDefinition>(
   definition: Service,
   address: string,
   options: ClientOptions = {},
-): Client<Service> {
+): ActorClient<Service> {
   const deadlineMs = options.deadlineMs ?? 10_000;
   const defaultCallOptions: Record<string, { deadline?: number; retryMaxAttempts?: number; retryableStatuses?: Status[] }> = {};
   const methods = (definition as unknown as { methods?: Record<string, { responseStream: boolean }> }).methods ?? {};

@@ -44,7 +44,8 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<Runni
   server.add(HealthDefinition, HealthServiceImpl(health));
   server.add(
     ServerReflectionService,
-    ServerReflection(loadDescriptorSet(), [...options.serviceNames, HealthDefinition.fullName]),
+    // Health is served but not reflected: its descriptor is not in our set, and probes do not need it.
+    ServerReflection(loadDescriptorSet(), options.serviceNames),
   );
   const shutdownController = new AbortController();
   options.register(server, shutdownController.signal);

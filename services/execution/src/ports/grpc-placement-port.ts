@@ -64,7 +64,11 @@ export class GrpcPlacementPort implements PlacementPort {
       };
     } catch (error) {
       const remote = remoteError(error);
-      if (remote?.code === 'actor.no_capable_backend' || remote?.status === Status.FAILED_PRECONDITION) {
+      if (
+        remote?.code === 'actor.no_capable_backend' ||
+        remote?.code === 'actor.budget.exceeded' ||
+        remote?.status === Status.FAILED_PRECONDITION
+      ) {
         throw new PortRefusal(remote.code ?? 'actor.no_capable_backend', remote.message);
       }
       throw error;

@@ -1,0 +1,72 @@
+import { formatUsd } from '@actor/kit';
+import type { HysteresisVerdict } from './hysteresis.js';
+import type { Candidate, Exclusion, PlacementRequest } from './placement-model.js';
+
+const EXCLUSIONS_NAMED = 4;
+
+function percent(value: number): string {
+  return `${Math.round(value * 100)}%`;
+}
+
+function seconds(ms: number): string {
+  return ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`;
+}
+
+/** "2 backends excluded (a: budget, b: capability)", or "" when none was. */
+export function summariseExclusions(exclusions: Array<Pick<Exclusion, 'backend'> & { reasonCode: string }>): string {
+  if (exclusions.length === 0) return '';
+  const named = exclusions.slice(0, EXCLUSIONS_NAMED).map((item) => `${item.backend}: ${item.reasonCode}`);
+  const more = exclusions.length > EXCLUSIONS_NAMED ? `, and ${exclusions.length - EXCLUSIONS_NAMED} more` : '';
+  return `${exclusions.length} backend${exclusions.length === 1 ? '' : 's'} excluded (${named.join(', ')}${more})`;
+}
+
+function why(request: PlacementRequest, winner: Candidate): string {
+  const cost = formatUsd(winner.expectedCostMicroUsd);
+  switch (request.mode) {
+    case 'cheapest':
+      return `lowest expected cost per verified success, ${formatUsd(Math.round(winner.expectedCostMicroUsd / Math.max(winner.successEstimate, 1e-6)))} (${cost} a call at ${percent(winner.successEstimate)} estimated success)`;
+    case 'fastest':
+      return `lowest expected latency (${seconds(winner.expectedLatencyMs)})`;
+    case 'best':
+      return `highest estimated verified success for ${request.taskClass} (${percent(winner.successEstimate)}, tier ${winner.qualityTier}, ${cost} expected)`;
+    case 'balanced':
+    case 'private':
+      return `best blend of estimated success (${percent(winner.successEstimate)}), expected cost (${cost}) and latency (${seconds(winner.expectedLatencyMs)})`;
+  }
+}
+
+export interface ExplanationInput {
+  request: PlacementRequest;
+  winner?: Candidate;
+  ranked: Candidate[];
+  exclusions: Exclusion[];
+  hysteresis: HysteresisVerdict;
+  sameFamilyFallback?: string;
+}
+
+/** The decision in one or two sentences, for the person reading the task. */
+export function explainDecision(input: ExplanationInput): string {
+  const { request, winner, exclusions } = input;
+  const excluded = summariseExclusions(exclusions);
+  const judged = request.purpose === 'judge' ? ' as judge' : '';
+  if (!winner) {
+    return `No backend can take this ${request.taskClass} ${request.purpose === 'judge' ? 'judge call' : 'task'} under ${request.mode}${request.mode === 'private' ? ' (private mode fails closed)' : ''}: ${excluded || 'no backend is declared'}.`;
+  }
+  const name = `${winner.backend}${winner.demo ? ' (demo backend)' : ''}`;
+  const kept = winner !== input.ranked[0];
+  const reason = kept
+    ? `kept as the incumbent (${input.ranked[0]!.backend} was within the hysteresis margin)`
+    : why(request, winner);
+  const scope = request.mode === 'private' ? ' among first-party backends' : '';
+  const first = `${name} won under ${request.mode}${judged}${scope}: ${reason}${excluded ? `; ${excluded}` : ''}.`;
+  const notes: string[] = [];
+  if (input.hysteresis.failover) notes.push(`Failover: ${input.hysteresis.verdict.replace(/^failover: /, '')}`);
+  if (request.escalateFromBackend) notes.push(`Escalated from ${request.escalateFromBackend} to a stronger tier (${winner.qualityTier})`);
+  if (input.sameFamilyFallback) {
+    notes.push(`No backend of another model family was left, so the judge shares the worker's family (${input.sameFamilyFallback})`);
+  } else if (request.avoidModelFamily) {
+    notes.push(`The judge's family (${winner.modelFamily}) differs from the worker's (${request.avoidModelFamily})`);
+  }
+  if (winner.circuitState === 'half-open') notes.push('Its circuit is half-open: this call is the probe');
+  return notes.length > 0 ? `${first} ${notes.join('; ')}.` : first;
+}

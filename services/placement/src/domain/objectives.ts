@@ -1,0 +1,176 @@
+import { priceUsage, worstCaseCost } from '@actor/kit';
+import type { CircuitStateName, Backend, Candidate, ModeName, SignalScore, SignalState } from './placement-model.js';
+import { meanCost, percentile } from './signal-update.js';
+
+/**
+ * The modes as objectives over estimates. Every estimate comes from the backend's declaration (the
+ * prior) corrected by what placement has observed for the task class (the signals):
+ *
+ * - success_estimate: the mean of a Beta posterior. The prior mean is 0.45 + 0.1 x quality tier
+ *   (tier 1 = 0.55 .. tier 5 = 0.95) with the weight of PRIOR_WEIGHT outcomes, so a new backend is
+ *   neither ignored nor trusted blindly:
+ *       (prior_mean x PRIOR_WEIGHT + verified_successes) / (PRIOR_WEIGHT + work_samples)
+ * - expected_cost_micro_usd: the rate card applied to the estimated input tokens plus
+ *   EXPECTED_OUTPUT_SHARE of the declared maximum output (and the expected latency for per-second
+ *   prices), capped by the measured mean cost once outcomes have reported costs.
+ * - expected_latency_ms: the p50 of the rolling latency window once there is one, before that a prior
+ *   of 1000 ms x quality tier (stronger backends are assumed slower), capped by the declared timeout.
+ *
+ * Scores (higher is better):
+ * - cheapest: -(expected_cost / success_estimate), the expected cost of one verified success;
+ * - fastest:  -expected_latency_ms;
+ * - best:     success_estimate (cost breaks ties, see compareCandidates);
+ * - balanced: BALANCED_WEIGHTS.success x success_estimate
+ *           + BALANCED_WEIGHTS.cost    x (1 - expected_cost / highest expected_cost among candidates)
+ *           + BALANCED_WEIGHTS.latency x (1 - expected_latency / highest expected_latency among candidates)
+ *   a number in 0..1; costs and latencies are normalised over the candidates of this placement;
+ * - private:  balanced (over the first-party/named user-owned set the trust filter leaves).
+ *
+ * Each candidate's `signals` lists every estimate with its contribution; contributions sum to the score.
+ */
+
+export const PRIOR_WEIGHT = 4;
+export const EXPECTED_OUTPUT_SHARE = 0.25;
+export const PRIOR_LATENCY_MS_PER_TIER = 1_000;
+export const BALANCED_WEIGHTS = { success: 0.6, cost: 0.25, latency: 0.15 } as const;
+
+/** The objective of each mode, in words (stored on the decision). */
+export const objectiveText: Record<ModeName, string> = {
+  cheapest: 'lowest expected cost per verified success',
+  fastest: 'lowest expected latency',
+  best: 'highest estimated verified-success rate for the task class, cost as tie-break',
+  balanced: `balanced blend: ${BALANCED_WEIGHTS.success} x success estimate + ${BALANCED_WEIGHTS.cost} x relative cheapness + ${BALANCED_WEIGHTS.latency} x relative speed`,
+  private: `balanced blend over first-party (and named user-owned) backends only`,
+};
+
+/** The prior mean of a backend's verified-success rate from its declared tier. */
+export function priorSuccess(qualityTier: number): number {
+  return Math.min(0.95, Math.max(0.05, 0.45 + 0.1 * qualityTier));
+}
+
+/** The Beta-posterior mean of the verified-success rate from a prior mean and the observed outcomes. */
+export function posteriorSuccess(
+  priorMean: number,
+  signal: Pick<SignalState, 'verifiedSuccesses' | 'workSamples'> | undefined,
+): number {
+  const verified = signal?.verifiedSuccesses ?? 0;
+  const samples = signal?.workSamples ?? 0;
+  return (priorMean * PRIOR_WEIGHT + verified) / (PRIOR_WEIGHT + samples);
+}
+
+/** The smoothed verified-success estimate of a backend of the given tier, 0..1. */
+export function successEstimate(
+  qualityTier: number,
+  signal: Pick<SignalState, 'verifiedSuccesses' | 'workSamples'> | undefined,
+): number {
+  return posteriorSuccess(priorSuccess(qualityTier), signal);
+}
+
+/** What a candidate is expected to do, before any objective is applied. */
+export interface Estimate {
+  backend: Backend;
+  successEstimate: number;
+  expectedCostMicroUsd: number;
+  worstCaseCostMicroUsd: number;
+  expectedLatencyMs: number;
+  /** Latency came from observed calls (not from the tier prior). */
+  latencyObserved: boolean;
+  circuitState: CircuitStateName;
+}
+
+/** The estimates of one priced backend for a request of `inputTokens` tokens. */
+export function estimate(
+  backend: Backend & { rateCard: NonNullable<Backend['rateCard']> },
+  signal: SignalState | undefined,
+  inputTokens: number,
+  circuit: CircuitStateName,
+): Estimate {
+  const latencyObserved = (signal?.latenciesMs.length ?? 0) > 0;
+  let expectedLatencyMs = latencyObserved
+    ? percentile(signal!.latenciesMs, 0.5)
+    : PRIOR_LATENCY_MS_PER_TIER * Math.max(1, backend.qualityTier);
+  if (!latencyObserved && backend.timeoutMs > 0) expectedLatencyMs = Math.min(expectedLatencyMs, backend.timeoutMs);
+  const priced = priceUsage(backend.rateCard, {
+    inputTokens,
+    outputTokens: Math.round(backend.maxOutputTokens * EXPECTED_OUTPUT_SHARE),
+    durationMs: backend.rateCard.microUsdPerSecond > 0 ? expectedLatencyMs : 0,
+    calls: 1,
+  });
+  const measured = signal ? meanCost(signal) : undefined;
+  return {
+    backend,
+    successEstimate: successEstimate(backend.qualityTier, signal),
+    expectedCostMicroUsd: measured === undefined ? priced : Math.min(priced, measured),
+    worstCaseCostMicroUsd: worstCaseCost(backend.rateCard, backend, inputTokens),
+    expectedLatencyMs: Math.round(expectedLatencyMs),
+    latencyObserved,
+    circuitState: circuit,
+  };
+}
+
+function signalScore(name: string, value: number, contribution = 0): SignalScore {
+  return { name, value, contribution };
+}
+
+/** Scores every estimate under the mode's objective and returns candidates, best first. */
+export function rankCandidates(mode: ModeName, estimates: Estimate[]): Candidate[] {
+  const highestCost = Math.max(0, ...estimates.map((item) => item.expectedCostMicroUsd));
+  const highestLatency = Math.max(0, ...estimates.map((item) => item.expectedLatencyMs));
+  const candidates = estimates.map((item): Candidate => {
+    const success = signalScore('success_estimate', item.successEstimate);
+    const cost = signalScore('expected_cost_micro_usd', item.expectedCostMicroUsd);
+    const latency = signalScore('expected_latency_ms', item.expectedLatencyMs);
+    const extra: SignalScore[] = [];
+    switch (mode) {
+      case 'cheapest': {
+        const perSuccess = item.expectedCostMicroUsd / Math.max(item.successEstimate, 1e-6);
+        extra.push(signalScore('cost_per_verified_success_micro_usd', perSuccess, -perSuccess));
+        break;
+      }
+      case 'fastest':
+        latency.contribution = -item.expectedLatencyMs;
+        break;
+      case 'best':
+        success.contribution = item.successEstimate;
+        break;
+      case 'balanced':
+      case 'private':
+        success.contribution = BALANCED_WEIGHTS.success * item.successEstimate;
+        cost.contribution =
+          BALANCED_WEIGHTS.cost * (highestCost > 0 ? 1 - item.expectedCostMicroUsd / highestCost : 1);
+        latency.contribution =
+          BALANCED_WEIGHTS.latency * (highestLatency > 0 ? 1 - item.expectedLatencyMs / highestLatency : 1);
+        break;
+    }
+    const signals = [success, cost, latency, ...extra];
+    return {
+      backend: item.backend.type,
+      modelFamily: item.backend.modelFamily,
+      qualityTier: item.backend.qualityTier,
+      demo: item.backend.demo,
+      score: signals.reduce((sum, signal) => sum + signal.contribution, 0),
+      signals,
+      expectedCostMicroUsd: item.expectedCostMicroUsd,
+      worstCaseCostMicroUsd: item.worstCaseCostMicroUsd,
+      expectedLatencyMs: item.expectedLatencyMs,
+      successEstimate: item.successEstimate,
+      rateCardRevision: item.backend.rateCard!.revision,
+      circuitState: item.circuitState,
+    };
+  });
+  return candidates.sort(compareCandidates);
+}
+
+/**
+ * Best first: higher score; then (ties) lower expected cost, higher success estimate, lower latency,
+ * and the backend name so that equal candidates always rank the same way.
+ */
+export function compareCandidates(left: Candidate, right: Candidate): number {
+  return (
+    right.score - left.score ||
+    left.expectedCostMicroUsd - right.expectedCostMicroUsd ||
+    right.successEstimate - left.successEstimate ||
+    left.expectedLatencyMs - right.expectedLatencyMs ||
+    (left.backend < right.backend ? -1 : left.backend > right.backend ? 1 : 0)
+  );
+}

@@ -1,0 +1,83 @@
+import { describe, expect, it } from 'vitest';
+import { decidePlacement, type PlacementInput } from './placer.js';
+import type { SignalState } from './placement-model.js';
+import { emptySignal } from './signal-update.js';
+import { testBackend, testRequest } from './test-backends.js';
+
+const now = new Date('2030-01-01T00:00:00Z');
+
+const alphaMini = testBackend('demo:alpha-mini', { demo: true, qualityTier: 1 });
+const betaLarge = testBackend('demo:beta-large', {
+  demo: true,
+  modelFamily: 'beta',
+  qualityTier: 4,
+  rateCard: { revision: 2, inputMicroUsdPerMtok: 10_000_000, outputMicroUsdPerMtok: 40_000_000, microUsdPerSecond: 0, microUsdPerTask: 0 },
+});
+
+function decide(overrides: Partial<PlacementInput> = {}) {
+  return decidePlacement({
+    request: testRequest(),
+    backends: [alphaMini, betaLarge],
+    signals: new Map(),
+    now,
+    circuitCooldownMs: 30_000,
+    hysteresisMargin: 0.1,
+    ...overrides,
+  });
+}
+
+describe('decidePlacement', () => {
+  it('explains the winner, the mode and why, names demo backends and the exclusions', () => {
+    // beta-large's worst case: 1000 x $10/Mtok + 1000 x $40/Mtok = $0.05.
+    const result = decide({ request: testRequest({ mode: 'cheapest', taskBudgetLeftMicroUsd: 10_000 }) });
+    expect(result.winner?.backend).toBe('demo:alpha-mini');
+    expect(result.exclusions).toEqual([
+      { backend: 'demo:beta-large', reasonCode: 'budget', reason: 'worst case $0.05 (50000 micro-USD) exceeds the $0.01 (10000 micro-USD) left for the task' },
+    ]);
+    expect(result.explanation).toBe(
+      'demo:alpha-mini (demo backend) won under cheapest: lowest expected cost per verified success, $0.002727 ($0.0015 a call at 55% estimated success); 1 backend excluded (demo:beta-large: budget).',
+    );
+    expect(result.objective).toBe('lowest expected cost per verified success');
+    expect(result.newIncumbent).toBe('demo:alpha-mini');
+  });
+
+  it('puts the winner first even when hysteresis keeps a lower-ranked incumbent', () => {
+    const result = decide({ request: testRequest({ mode: 'best' }), incumbent: 'demo:alpha-mini', hysteresisMargin: 1 });
+    expect(result.candidates.map((candidate) => candidate.backend)).toEqual(['demo:alpha-mini', 'demo:beta-large']);
+    expect(result.winner?.backend).toBe('demo:alpha-mini');
+    expect(result.hysteresis).toMatch(/^incumbent demo:alpha-mini kept: challenger demo:beta-large is only \d+% better \(margin 100%\)$/);
+    expect(result.explanation).toContain('kept as the incumbent');
+  });
+
+  it('returns no winner with every exclusion when nothing fits, and says private mode fails closed', () => {
+    const result = decide({
+      request: testRequest({ mode: 'private' }),
+      backends: [testBackend('vendor', { trust: 'external' })],
+    });
+    expect(result.winner).toBeUndefined();
+    expect(result.candidates).toEqual([]);
+    expect(result.explanation).toBe(
+      'No backend can take this code task under private (private mode fails closed): 1 backend excluded (vendor: trust).',
+    );
+  });
+
+  it('a judge says which family it avoided, or that it had to share it', () => {
+    const judge = decide({ request: testRequest({ purpose: 'judge', avoidModelFamily: 'alpha' }) });
+    expect(judge.winner?.backend).toBe('demo:beta-large');
+    expect(judge.hysteresis).toBe('not applied: a judge placement does not move the incumbent');
+    expect(judge.newIncumbent).toBeUndefined();
+    expect(judge.explanation).toContain("differs from the worker's (alpha)");
+    const shared = decide({ request: testRequest({ purpose: 'judge', avoidModelFamily: 'alpha' }), backends: [alphaMini] });
+    expect(shared.winner?.backend).toBe('demo:alpha-mini');
+    expect(shared.explanation).toContain("the judge shares the worker's family (alpha)");
+  });
+
+  it('reports the failover and the time of the newest signal used', () => {
+    const open: SignalState = { ...emptySignal('demo:beta-large', 'code', now), consecutiveFailures: 3, openedAt: now, updatedAt: now };
+    const result = decide({ request: testRequest({ mode: 'best' }), incumbent: 'demo:beta-large', signals: new Map([[open.backend, open]]) });
+    expect(result.winner?.backend).toBe('demo:alpha-mini');
+    expect(result.newIncumbent).toBe('demo:alpha-mini');
+    expect(result.explanation).toContain('Failover: incumbent demo:beta-large is unfit (health');
+    expect(result.signalsTime).toEqual(now);
+  });
+});

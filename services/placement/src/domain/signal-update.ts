@@ -1,0 +1,84 @@
+import { FAILURES_TO_OPEN, circuitState } from './circuit-breaker.js';
+import type { SignalState } from './placement-model.js';
+
+/** How many recent latencies the percentiles are computed over. */
+export const LATENCY_WINDOW = 50;
+
+/** One reported attempt or judge call. */
+export interface Outcome {
+  success: boolean;
+  verified: boolean;
+  latencyMs: number;
+  costMicroUsd: number;
+  errorKind: string;
+  /** A judge call: counts toward the judge backend's own success, never as a verified answer. */
+  judge: boolean;
+}
+
+/** A fresh signal for a backend x task class that has seen no outcome yet. */
+export function emptySignal(backend: string, taskClass: string, now: Date): SignalState {
+  return {
+    backend,
+    taskClass,
+    samples: 0,
+    successes: 0,
+    verifiedSuccesses: 0,
+    workSamples: 0,
+    latenciesMs: [],
+    costSamples: 0,
+    totalCostMicroUsd: 0,
+    consecutiveFailures: 0,
+    openedAt: null,
+    probeStartedAt: null,
+    updatedAt: now,
+  };
+}
+
+/**
+ * The signal after one outcome. A cancelled call says nothing about the backend and changes nothing.
+ * A failure counts toward the circuit: the FAILURES_TO_OPEN-th in a row opens it, and a failed
+ * half-open probe re-opens it for another cooldown. Any success closes it.
+ */
+export function applyOutcome(signal: SignalState, outcome: Outcome, now: Date, cooldownMs: number): SignalState {
+  if (!outcome.success && outcome.errorKind === 'cancelled') return signal;
+  const next: SignalState = {
+    ...signal,
+    samples: signal.samples + 1,
+    successes: signal.successes + (outcome.success ? 1 : 0),
+    workSamples: signal.workSamples + (outcome.judge ? 0 : 1),
+    verifiedSuccesses: signal.verifiedSuccesses + (!outcome.judge && outcome.success && outcome.verified ? 1 : 0),
+    updatedAt: now,
+  };
+  if (outcome.latencyMs > 0) next.latenciesMs = [...signal.latenciesMs, outcome.latencyMs].slice(-LATENCY_WINDOW);
+  if (outcome.costMicroUsd > 0) {
+    next.costSamples = signal.costSamples + 1;
+    next.totalCostMicroUsd = signal.totalCostMicroUsd + outcome.costMicroUsd;
+  }
+  if (outcome.success) {
+    next.consecutiveFailures = 0;
+    next.openedAt = null;
+    next.probeStartedAt = null;
+    return next;
+  }
+  next.consecutiveFailures = signal.consecutiveFailures + 1;
+  const circuit = circuitState(signal, now, cooldownMs);
+  const opens = circuit.state === 'closed' && next.consecutiveFailures >= FAILURES_TO_OPEN;
+  if (opens || circuit.state === 'half-open') {
+    next.openedAt = now;
+    next.probeStartedAt = null;
+  }
+  return next;
+}
+
+/** The q-quantile (0..1) of a latency window by nearest rank; 0 for an empty window. */
+export function percentile(values: number[], q: number): number {
+  if (values.length === 0) return 0;
+  const sorted = [...values].sort((left, right) => left - right);
+  const rank = Math.max(1, Math.ceil(q * sorted.length));
+  return sorted[rank - 1]!;
+}
+
+/** Mean measured cost per call, in micro-USD; undefined before any cost was reported. */
+export function meanCost(signal: Pick<SignalState, 'costSamples' | 'totalCostMicroUsd'>): number | undefined {
+  return signal.costSamples > 0 ? Math.round(signal.totalCostMicroUsd / signal.costSamples) : undefined;
+}

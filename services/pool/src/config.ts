@@ -1,0 +1,28 @@
+import { z } from 'zod';
+import { addressSetting, commonSettings, defaultAddresses, integerSetting, loadConfig, optionalSetting } from '@actor/kit';
+
+/**
+ * Pool settings (environment variables):
+ * - `POOL_ADDR`: `host:port` to listen on, default 127.0.0.1:50052.
+ * - `POOL_DATABASE_URL`: overrides `DATABASE_URL` for this service.
+ * - `POOL_DEFAULT_TTL_MS`: lease time to live when a caller sends 0, default 30 000.
+ * - `POOL_WAIT_POLL_MS`: how often a replica with queued Acquires asks the database which of them may
+ *   take a free slot when nothing local woke them (a release on another replica, an expiry), default 250.
+ * - `POOL_SWEEP_INTERVAL_MS`: how often expired leases are marked ended and abandoned waiters removed,
+ *   default 5000. Housekeeping only: an expired lease is free the moment its deadline passes.
+ * - plus LOG_LEVEL, DATABASE_URL, ACTOR_DATA_DIR (see kit).
+ */
+export const poolConfigSchema = z.object({
+  ...commonSettings,
+  POOL_ADDR: addressSetting(defaultAddresses.pool),
+  POOL_DATABASE_URL: optionalSetting(),
+  POOL_DEFAULT_TTL_MS: integerSetting(30_000).pipe(z.number().min(1, 'must be at least 1')),
+  POOL_WAIT_POLL_MS: integerSetting(250).pipe(z.number().min(10, 'must be at least 10')),
+  POOL_SWEEP_INTERVAL_MS: integerSetting(5_000).pipe(z.number().min(100, 'must be at least 100')),
+});
+
+export type PoolConfig = z.infer<typeof poolConfigSchema>;
+
+export function loadPoolConfig(env: Record<string, string | undefined> = process.env): PoolConfig {
+  return loadConfig(poolConfigSchema, env);
+}

@@ -1,0 +1,409 @@
+import { and, asc, eq, inArray, sql, type SQL } from 'drizzle-orm';
+import { newId, type Database } from '@actor/kit';
+import type { AgentSpec } from '../domain/agent-spec.js';
+import type { AcquireSpec, LeaseProblem, LeaseWant } from '../domain/lease-request.js';
+import { agentLeases, agentSlots, agents, leaseWaiters, type schema } from './schema.js';
+
+export type AgentRow = typeof agents.$inferSelect;
+export type LeaseRow = typeof agentLeases.$inferSelect;
+export interface LeaseWithAgent {
+  lease: LeaseRow;
+  agent: AgentRow;
+}
+
+type Transaction = Parameters<Parameters<Database<typeof schema>['transaction']>[0]>[0];
+
+/** Rows of a raw statement; both drivers answer with `{ rows }`. */
+function rowsOf<Row>(result: unknown): Row[] {
+  return (result as { rows: Row[] }).rows;
+}
+
+/** The unique constraint a failed statement violated, looking through drizzle's error wrapper. */
+function violatedConstraint(error: unknown): string | undefined {
+  for (let current = error; current instanceof Object; current = (current as { cause?: unknown }).cause) {
+    const candidate = current as { code?: unknown; constraint?: unknown };
+    if (candidate.code === '23505') return typeof candidate.constraint === 'string' ? candidate.constraint : '';
+  }
+  return undefined;
+}
+
+/** Milliseconds after the statement's database clock, as a timestamptz expression. */
+function fromNow(milliseconds: number): SQL {
+  return sql`statement_timestamp() + (${milliseconds}::double precision * interval '1 millisecond')`;
+}
+
+/**
+ * How well agent `a` fits a request: 1 explicitly assigned, 2 serves the capability (and the type
+ * when one is wanted), 3 of the wanted type; null when it does not fit. Used both to pick a slot and
+ * to decide whether an older waiter has a claim on it, so the two can never disagree.
+ */
+function fitOf(want: { agentId: SQL; capability: SQL; agentType: SQL }): SQL {
+  return sql`(case
+    when ${want.agentId} <> '' then (case when a.id = ${want.agentId} then 1 end)
+    when (${want.capability} = ''
+          or a.capabilities @> jsonb_build_array(${want.capability})
+          or a.capabilities @> '["*"]'::jsonb)
+         and (${want.agentType} = '' or a.agent_type = ${want.agentType}) then 2
+    when ${want.agentType} <> '' and a.agent_type = ${want.agentType} then 3
+  end)`;
+}
+
+function fitOfRequest(want: LeaseWant): SQL {
+  return fitOf({
+    agentId: sql`${want.agentId}::text`,
+    capability: sql`${want.capability}::text`,
+    agentType: sql`${want.agentType}::text`,
+  });
+}
+
+const fitOfWaiter = fitOf({ agentId: sql`w.agent_id`, capability: sql`w.capability`, agentType: sql`w.agent_type` });
+
+/** Active: not ended and the deadline (database clock) not passed. */
+const leaseIsActive = sql`${agentLeases.endedAt} is null and ${agentLeases.expiresAt} > statement_timestamp()`;
+
+export type CreateAgentOutcome = { row: AgentRow } | { nameTaken: true };
+export type DeleteAgentOutcome = 'deleted' | 'missing' | 'leased';
+
+class AgentHoldsLeases extends Error {}
+
+/** Every SQL statement of the pool. */
+export class PoolRepository {
+  constructor(private readonly db: Database<typeof schema>) {}
+
+  // ---- agents
+
+  /**
+   * Inserts an agent and its slots. A name already taken by an agent created with the same request id
+   * returns that agent (a retried create); otherwise `nameTaken`.
+   */
+  async createAgent(spec: AgentSpec, requestId: string): Promise<CreateAgentOutcome> {
+    try {
+      const row = await this.db.transaction(async (tx) => {
+        const [inserted] = await tx
+          .insert(agents)
+          .values({ id: newId('agt'), ...spec, createRequestId: requestId || null })
+          .returning();
+        await this.ensureSlots(tx, inserted!.id, inserted!.concurrency);
+        return inserted!;
+      });
+      return { row };
+    } catch (error) {
+      if (violatedConstraint(error) !== 'agents_name_unique') throw error;
+      const [existing] = await this.db.select().from(agents).where(eq(agents.name, spec.name));
+      if (existing && requestId && existing.createRequestId === requestId) return { row: existing };
+      return { nameTaken: true };
+    }
+  }
+
+  async getAgent(id: string): Promise<AgentRow | undefined> {
+    const [row] = await this.db.select().from(agents).where(eq(agents.id, id));
+    return row;
+  }
+
+  async listAgents(agentType: string): Promise<AgentRow[]> {
+    return this.db
+      .select()
+      .from(agents)
+      .where(agentType ? eq(agents.agentType, agentType) : undefined)
+      .orderBy(asc(agents.name));
+  }
+
+  /** Replaces the mutable fields; undefined when the agent does not exist. */
+  async updateAgent(id: string, spec: AgentSpec): Promise<CreateAgentOutcome | undefined> {
+    try {
+      return await this.db.transaction(async (tx) => {
+        const [row] = await tx
+          .update(agents)
+          .set({ ...spec, updatedAt: sql`statement_timestamp()` })
+          .where(eq(agents.id, id))
+          .returning();
+        if (!row) return undefined;
+        await this.ensureSlots(tx, row.id, row.concurrency);
+        return { row };
+      });
+    } catch (error) {
+      if (violatedConstraint(error) === 'agents_name_unique') return { nameTaken: true };
+      throw error;
+    }
+  }
+
+  /**
+   * Deletes an agent unless it holds an active lease. Deleting the slot rows first waits for any
+   * Acquire that has locked one of them, so a lease being granted right now is seen and refuses the
+   * delete, and no Acquire can take a slot of an agent being deleted.
+   */
+  async deleteAgent(id: string): Promise<DeleteAgentOutcome> {
+    try {
+      return await this.db.transaction(async (tx) => {
+        await tx.delete(agentSlots).where(eq(agentSlots.agentId, id));
+        const [active] = await tx
+          .select({ count: sql<number>`count(*)::int` })
+          .from(agentLeases)
+          .where(and(eq(agentLeases.agentId, id), leaseIsActive));
+        if ((active?.count ?? 0) > 0) throw new AgentHoldsLeases();
+        const deleted = await tx.delete(agents).where(eq(agents.id, id)).returning({ id: agents.id });
+        return deleted.length > 0 ? 'deleted' : 'missing';
+      });
+    } catch (error) {
+      if (error instanceof AgentHoldsLeases) return 'leased';
+      throw error;
+    }
+  }
+
+  private async ensureSlots(tx: Transaction, agentId: string, concurrency: number): Promise<void> {
+    await tx.execute(sql`
+      insert into pool.agent_slots (agent_id, slot_no)
+      select ${agentId}::text, generate_series(0, ${concurrency}::int - 1)
+      on conflict do nothing`);
+  }
+
+  /** How many enabled agents could ever serve the request (busy or not). */
+  async countFittingAgents(want: LeaseWant): Promise<number> {
+    const result = await this.db.execute(sql`
+      select count(*)::int as count from pool.agents a
+      where a.enabled and ${fitOfRequest(want)} is not null`);
+    return rowsOf<{ count: number }>(result)[0]?.count ?? 0;
+  }
+
+  // ---- leases
+
+  async findLeaseByRequestId(requestId: string): Promise<LeaseWithAgent | undefined> {
+    const [row] = await this.db
+      .select({ lease: agentLeases, agent: agents })
+      .from(agentLeases)
+      .innerJoin(agents, eq(agents.id, agentLeases.agentId))
+      .where(eq(agentLeases.requestId, requestId));
+    return row;
+  }
+
+  /**
+   * Takes the best free slot for the request, or returns undefined when none is free to it. A slot is
+   * free when no active lease holds it; it is free *to this request* only when no older live waiter
+   * could use it (`waiterSeq` is this request's place in the queue; null for a request that has not
+   * queued, which yields to every live waiter). The slot row lock (SKIP LOCKED) keeps concurrent
+   * Acquires from choosing the same slot; the unique index on active leases per slot is what makes a
+   * double grant impossible even if two of them did.
+   */
+  async tryAcquire(spec: AcquireSpec, waiterSeq: number | null): Promise<LeaseWithAgent | undefined> {
+    const fit = fitOfRequest(spec);
+    // One statement, so a grant costs one round trip: lock the best free slot, insert the lease,
+    // and (for a queued request) leave the queue.
+    const grant = () => sql`
+      with slot as (
+        select s.agent_id, s.slot_no
+        from pool.agent_slots s
+        join pool.agents a on a.id = s.agent_id
+        where a.enabled
+          and s.slot_no < a.concurrency
+          and ${fit} is not null
+          and not exists (
+            select 1 from pool.agent_leases l
+            where l.agent_id = s.agent_id and l.slot_no = s.slot_no
+              and l.ended_at is null and l.expires_at > statement_timestamp())
+          and not exists (
+            select 1 from pool.lease_waiters w
+            where w.alive_until > statement_timestamp()
+              and (${waiterSeq}::bigint is null or w.seq < ${waiterSeq}::bigint)
+              and ${fitOfWaiter} is not null)
+        order by ${fit}, a.name, s.slot_no
+        limit 1
+        for update of s skip locked),
+      granted as (
+        insert into pool.agent_leases
+          (id, agent_id, slot_no, work_type, work_id, project_id, request_id, acquired_at, expires_at)
+        select ${newId('lse')}, slot.agent_id, slot.slot_no, ${spec.workType}, ${spec.workId}, ${spec.projectId},
+               ${spec.requestId || null}, statement_timestamp(), ${fromNow(spec.ttlMs)}
+        from slot
+        returning id),
+      dequeued as (
+        delete from pool.lease_waiters
+        where seq = ${waiterSeq}::bigint and exists (select 1 from granted))
+      select id from granted`;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      try {
+        const [granted] = rowsOf<{ id: string }>(await this.db.execute(grant()));
+        return granted ? this.findLease(granted.id) : undefined;
+      } catch (error) {
+        const constraint = violatedConstraint(error);
+        if (constraint === 'agent_leases_request_id_unique' && spec.requestId) {
+          return this.findLeaseByRequestId(spec.requestId);
+        }
+        if (constraint !== 'agent_leases_one_active_per_slot') throw error;
+        // The slot still carries a lease that expired without anyone ending it (end those, so the
+        // unique index admits a new one), or another replica granted it between our look and our
+        // insert: look again.
+        await this.endExpiredLeases();
+      }
+    }
+    return undefined;
+  }
+
+  private async findLease(id: string): Promise<LeaseWithAgent | undefined> {
+    const [row] = await this.db
+      .select({ lease: agentLeases, agent: agents })
+      .from(agentLeases)
+      .innerJoin(agents, eq(agents.id, agentLeases.agentId))
+      .where(eq(agentLeases.id, id));
+    return row;
+  }
+
+  /** Records every lease past its deadline as ended at that deadline; returns how many. */
+  async endExpiredLeases(): Promise<number> {
+    const ended = rowsOf<{ id: string }>(
+      await this.db.execute(sql`
+        update pool.agent_leases set ended_at = expires_at, end_reason = 'expired'
+        where id in (
+          select id from pool.agent_leases
+          where ended_at is null and expires_at <= statement_timestamp()
+          for update skip locked)
+        returning id`),
+    );
+    return ended.length;
+  }
+
+  async renewLease(
+    leaseId: string,
+    epoch: number,
+    ttlMs: number,
+  ): Promise<{ lease: LeaseWithAgent } | { problem: LeaseProblem }> {
+    const [renewed] = await this.db
+      .update(agentLeases)
+      .set({ expiresAt: fromNow(ttlMs) })
+      .where(and(eq(agentLeases.id, leaseId), eq(agentLeases.epoch, epoch), leaseIsActive))
+      .returning();
+    if (renewed) {
+      const agent = await this.getAgent(renewed.agentId);
+      return { lease: { lease: renewed, agent: agent! } };
+    }
+    return { problem: await this.diagnose(leaseId, epoch) };
+  }
+
+  /**
+   * Ends a lease. `released` is true only when this call ended an active lease; a lease that had
+   * expired is recorded as expired at its deadline and reported as already ended.
+   */
+  async releaseLease(leaseId: string, epoch: number): Promise<{ released: boolean } | { problem: LeaseProblem }> {
+    const [ended] = rowsOf<{ end_reason: string }>(
+      await this.db.execute(sql`
+        update pool.agent_leases
+        set ended_at = least(statement_timestamp(), expires_at),
+            end_reason = case when expires_at > statement_timestamp() then 'released' else 'expired' end
+        where id = ${leaseId} and epoch = ${epoch}::bigint and ended_at is null
+        returning end_reason`),
+    );
+    if (ended) return { released: ended.end_reason === 'released' };
+    const problem = await this.diagnose(leaseId, epoch);
+    return problem === 'unknown' || problem === 'stale' ? { problem } : { released: false };
+  }
+
+  private async diagnose(leaseId: string, epoch: number): Promise<LeaseProblem> {
+    const [row] = await this.db
+      .select({
+        epoch: agentLeases.epoch,
+        endReason: agentLeases.endReason,
+        expired: sql<boolean>`${agentLeases.expiresAt} <= statement_timestamp()`,
+      })
+      .from(agentLeases)
+      .where(eq(agentLeases.id, leaseId));
+    if (!row) return 'unknown';
+    if (row.epoch !== epoch) return 'stale';
+    if (row.endReason === 'released') return 'released';
+    return 'expired';
+  }
+
+  async activeLeaseCount(agentId: string): Promise<number> {
+    const [row] = await this.db
+      .select({ count: sql<number>`count(*)::int` })
+      .from(agentLeases)
+      .where(and(eq(agentLeases.agentId, agentId), leaseIsActive));
+    return row?.count ?? 0;
+  }
+
+  async listActiveLeases(filter: { agentId: string; projectId: string }): Promise<LeaseWithAgent[]> {
+    return this.db
+      .select({ lease: agentLeases, agent: agents })
+      .from(agentLeases)
+      .innerJoin(agents, eq(agents.id, agentLeases.agentId))
+      .where(
+        and(
+          leaseIsActive,
+          filter.agentId ? eq(agentLeases.agentId, filter.agentId) : undefined,
+          filter.projectId ? eq(agentLeases.projectId, filter.projectId) : undefined,
+        ),
+      )
+      .orderBy(asc(agentLeases.acquiredAt), asc(agentLeases.epoch));
+  }
+
+  // ---- the wait queue
+
+  /** Puts a request in the queue; returns its place (grows with arrival order across replicas). */
+  async enqueueWaiter(spec: AcquireSpec, aliveMs: number): Promise<number> {
+    const [row] = await this.db
+      .insert(leaseWaiters)
+      .values({
+        agentId: spec.agentId,
+        capability: spec.capability,
+        agentType: spec.agentType,
+        projectId: spec.projectId,
+        workId: spec.workId,
+        aliveUntil: fromNow(aliveMs),
+      })
+      .returning({ seq: leaseWaiters.seq });
+    return row!.seq;
+  }
+
+  async keepWaitersAlive(seqs: number[], aliveMs: number): Promise<void> {
+    await this.db.update(leaseWaiters).set({ aliveUntil: fromNow(aliveMs) }).where(inArray(leaseWaiters.seq, seqs));
+  }
+
+  /**
+   * The queued requests that should look now: for every free slot, the oldest live waiter that could
+   * take it. Everyone else would find the slot claimed by an older request.
+   */
+  async queueHeads(): Promise<number[]> {
+    const result = await this.db.execute(sql`
+      select distinct head.seq
+      from pool.agent_slots s
+      join pool.agents a on a.id = s.agent_id
+      cross join lateral (
+        select w.seq from pool.lease_waiters w
+        where w.alive_until > statement_timestamp() and ${fitOfWaiter} is not null
+        order by w.seq
+        limit 1) head
+      where a.enabled
+        and s.slot_no < a.concurrency
+        and not exists (
+          select 1 from pool.agent_leases l
+          where l.agent_id = s.agent_id and l.slot_no = s.slot_no
+            and l.ended_at is null and l.expires_at > statement_timestamp())`);
+    return rowsOf<{ seq: number | string }>(result).map((row) => Number(row.seq));
+  }
+
+  async removeWaiter(seq: number): Promise<void> {
+    await this.db.delete(leaseWaiters).where(eq(leaseWaiters.seq, seq));
+  }
+
+  /** How many requests are queued and alive (for tests and diagnostics). */
+  async liveWaiterCount(): Promise<number> {
+    const [row] = await this.db
+      .select({ count: sql<number>`count(*)::int` })
+      .from(leaseWaiters)
+      .where(sql`${leaseWaiters.aliveUntil} > statement_timestamp()`);
+    return row?.count ?? 0;
+  }
+
+  // ---- housekeeping
+
+  /**
+   * Records expired leases as ended at their deadline and drops waiters whose replica stopped
+   * refreshing them. Correctness never depends on this: both already count as gone.
+   */
+  async sweep(): Promise<{ expiredLeases: number; abandonedWaiters: number }> {
+    const expiredLeases = await this.endExpiredLeases();
+    const abandoned = await this.db
+      .delete(leaseWaiters)
+      .where(sql`${leaseWaiters.aliveUntil} <= statement_timestamp()`)
+      .returning({ seq: leaseWaiters.seq });
+    return { expiredLeases, abandonedWaiters: abandoned.length };
+  }
+}

@@ -1,0 +1,73 @@
+import { fileURLToPath } from 'node:url';
+import { openDatabase, startGrpcServer, type Logger } from '@actor/kit';
+import { PoolServiceDefinition } from '@actor/proto/pool';
+import type { PoolConfig } from './config.js';
+import { PoolRepository } from './db/pool-repository.js';
+import { schema } from './db/schema.js';
+import { LeaseAllocator } from './lease-allocator.js';
+import { createPoolService } from './pool-service.js';
+
+export interface StartPoolOptions {
+  config: PoolConfig;
+  logger: Logger;
+}
+
+/** Database -> migrations -> gRPC server -> sweep. Used by main.ts and by tests (port 0). */
+export async function startPool({ config, logger }: StartPoolOptions) {
+  const database = await openDatabase({
+    service: 'pool',
+    databaseUrl: config.POOL_DATABASE_URL ?? config.DATABASE_URL,
+    dataDir: config.ACTOR_DATA_DIR,
+    migrationsFolder: fileURLToPath(new URL('../migrations', import.meta.url)),
+    schema,
+    logger,
+  });
+  const repository = new PoolRepository(database.db);
+  let allocator: LeaseAllocator | undefined;
+  const server = await startGrpcServer({
+    name: 'pool',
+    address: config.POOL_ADDR,
+    logger,
+    serviceNames: [PoolServiceDefinition.fullName],
+    register: (grpcServer, shutdownSignal) => {
+      allocator = new LeaseAllocator({ repository, logger, pollMs: config.POOL_WAIT_POLL_MS, shutdownSignal });
+      grpcServer.add(
+        PoolServiceDefinition,
+        createPoolService({ repository, allocator, defaults: { ttlMs: config.POOL_DEFAULT_TTL_MS } }),
+      );
+    },
+  });
+
+  let sweeping = false;
+  const sweepTimer = setInterval(() => {
+    if (sweeping) return;
+    sweeping = true;
+    repository
+      .sweep()
+      .then((swept) => {
+        if (swept.expiredLeases > 0 || swept.abandonedWaiters > 0) {
+          logger.info(swept, 'swept expired leases and abandoned waiters');
+          allocator?.wake();
+        }
+      })
+      .catch((error: unknown) => logger.warn({ err: error }, 'sweep failed; retrying next interval'))
+      .finally(() => {
+        sweeping = false;
+      });
+  }, config.POOL_SWEEP_INTERVAL_MS);
+  sweepTimer.unref();
+
+  return {
+    address: server.address,
+    server,
+    database,
+    repository,
+    async stop() {
+      clearInterval(sweepTimer);
+      await server.shutdown();
+      // A sweep in flight must finish before the database closes.
+      while (sweeping) await new Promise((resolve) => setTimeout(resolve, 10));
+      await database.close();
+    },
+  };
+}

@@ -1,0 +1,450 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'drizzle-orm';
+import { Status } from 'nice-grpc';
+import { createClient, createLogger, sleep } from '@actor/kit';
+import { rejection, testDatabase } from '@actor/kit/testing';
+import { PoolServiceDefinition, type AcquireRequest, type Agent } from '@actor/proto/pool';
+import { loadPoolConfig } from './config.js';
+import { startPool } from './pool-server.js';
+
+type RunningPool = Awaited<ReturnType<typeof startPool>>;
+type PoolClient = ReturnType<typeof createClient<typeof PoolServiceDefinition>>;
+
+function configFor(database: { databaseUrl?: string; dataDir: string }) {
+  return loadPoolConfig({
+    POOL_ADDR: '127.0.0.1:0',
+    DATABASE_URL: database.databaseUrl,
+    ACTOR_DATA_DIR: database.dataDir,
+    POOL_WAIT_POLL_MS: '50',
+  });
+}
+
+let nameCounter = 0;
+/** An agent with a name and type no other test uses, so tests sharing the database stay independent. */
+function agentFields(overrides: Partial<Agent> = {}): Partial<Agent> {
+  nameCounter++;
+  return {
+    name: `agent-${nameCounter}`,
+    description: 'test slot',
+    agentType: `test-type-${nameCounter}`,
+    capabilities: ['*'],
+    configurationJson: '{}',
+    enabled: true,
+    concurrency: 1,
+    ...overrides,
+  };
+}
+
+function acquireFields(overrides: Partial<AcquireRequest>): Partial<AcquireRequest> {
+  return { workType: 'task', workId: `tsk_${Math.random().toString(36).slice(2)}`, projectId: 'prj_default', ...overrides };
+}
+
+async function until(condition: () => Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(10);
+  }
+}
+
+describe('PoolService over gRPC', () => {
+  let pool: RunningPool;
+  let database: Awaited<ReturnType<typeof testDatabase>>;
+  let client: PoolClient;
+
+  beforeAll(async () => {
+    database = await testDatabase();
+    pool = await startPool({ config: configFor(database), logger: createLogger('pool', 'silent') });
+    client = createClient(PoolServiceDefinition, pool.address, { deadlineMs: 30_000 });
+  });
+  afterAll(async () => {
+    await pool?.stop();
+    await database?.drop();
+  });
+
+  async function createAgent(overrides: Partial<Agent> = {}) {
+    const { agent } = await client.createAgent({ agent: agentFields(overrides) });
+    return agent!;
+  }
+
+  describe('agents', () => {
+    it('creates, reads, lists, updates and deletes an agent', async () => {
+      const created = await createAgent({
+        capabilities: ['vision', 'code'],
+        configurationJson: '{"latency_ms": 10, "quality": 0.9}',
+        concurrency: 0,
+      });
+      expect(created.id).toMatch(/^agt_[0-9A-Z]{26}$/);
+      expect(created.capabilities).toEqual(['code', 'vision']);
+      expect(JSON.parse(created.configurationJson)).toEqual({ latency_ms: 10, quality: 0.9 });
+      expect(created.concurrency).toBe(1);
+      expect(created.createTime).toBeInstanceOf(Date);
+
+      expect((await client.getAgent({ id: created.id })).agent).toEqual(created);
+      const sameType = await createAgent({ name: `a-first-${created.name}`, agentType: created.agentType });
+      const { agents } = await client.listAgents({ agentType: created.agentType });
+      expect(agents.map((agent) => agent.name)).toEqual([sameType.name, created.name]);
+
+      const { agent: updated } = await client.updateAgent({
+        agent: { ...created, description: 'now disabled', enabled: false, concurrency: 3, capabilities: [] },
+      });
+      expect(updated).toMatchObject({ id: created.id, description: 'now disabled', enabled: false, concurrency: 3, capabilities: ['*'] });
+      expect(updated!.updateTime!.getTime()).toBeGreaterThanOrEqual(created.updateTime!.getTime());
+
+      expect(await client.deleteAgent({ id: created.id })).toEqual({ deleted: true });
+      expect(await client.deleteAgent({ id: created.id })).toEqual({ deleted: false });
+      expect(await rejection(client.getAgent({ id: created.id }))).toMatchObject({
+        status: Status.NOT_FOUND,
+        code: 'actor.pool.agent_not_found',
+      });
+    });
+
+    it('refuses a taken name, but a retried create returns the same agent', async () => {
+      const fields = agentFields();
+      const first = await client.createAgent({ agent: fields, requestId: 'create-once' });
+      const retried = await client.createAgent({ agent: fields, requestId: 'create-once' });
+      expect(retried.agent?.id).toBe(first.agent?.id);
+      expect(await rejection(client.createAgent({ agent: fields, requestId: 'another' }))).toMatchObject({
+        status: Status.ALREADY_EXISTS,
+        code: 'actor.pool.agent_name_taken',
+      });
+      const other = await createAgent();
+      expect(await rejection(client.updateAgent({ agent: { ...other, name: fields.name! } }))).toMatchObject({
+        status: Status.ALREADY_EXISTS,
+      });
+    });
+
+    it('refuses bad input with INVALID_ARGUMENT naming the field', async () => {
+      const notJson = await rejection(client.createAgent({ agent: agentFields({ configurationJson: '{oops' }) }));
+      expect(notJson).toMatchObject({ status: Status.INVALID_ARGUMENT, message: 'agent.configuration_json must be valid JSON' });
+      const notObject = await rejection(client.createAgent({ agent: agentFields({ configurationJson: '[1]' }) }));
+      expect(notObject.message).toBe('agent.configuration_json must be a JSON object');
+      const missing = await rejection(client.createAgent({ agent: agentFields({ name: '', agentType: '' }) }));
+      expect(missing.status).toBe(Status.INVALID_ARGUMENT);
+      expect(missing.message).toContain('agent.name is required');
+      expect(missing.message).toContain('agent.agent_type is required');
+      expect((await rejection(client.createAgent({}))).message).toBe('agent is required');
+      expect((await rejection(client.updateAgent({ agent: agentFields() }))).message).toBe('agent.id is required');
+      expect(await rejection(client.updateAgent({ agent: { ...agentFields(), id: 'agt_missing' } }))).toMatchObject({
+        status: Status.NOT_FOUND,
+      });
+      const badAcquire = await rejection(client.acquire({ workType: 'task', workId: '', ttlMs: -1 }));
+      expect(badAcquire.status).toBe(Status.INVALID_ARGUMENT);
+      expect(badAcquire.message).toContain('work_id is required');
+      expect(badAcquire.message).toContain('ttl_ms must not be negative');
+    });
+
+    it('will not delete an agent while it holds an active lease', async () => {
+      const agent = await createAgent();
+      const { lease } = await client.acquire(acquireFields({ agentId: agent.id }));
+      expect(await rejection(client.deleteAgent({ id: agent.id }))).toMatchObject({
+        status: Status.FAILED_PRECONDITION,
+        code: 'actor.pool.agent_leased',
+      });
+      expect((await client.getAgent({ id: agent.id })).agent?.id).toBe(agent.id);
+      await client.release({ leaseId: lease!.id, epoch: lease!.epoch });
+      expect(await client.deleteAgent({ id: agent.id })).toEqual({ deleted: true });
+    });
+  });
+
+  describe('acquire resolution', () => {
+    it('prefers the explicit agent, then a capability match, then any agent of the type', async () => {
+      const agentType = `resolution-${Date.now()}`;
+      // Names sort the research agent first, so picking the coder proves capability beats order.
+      const researcher = await createAgent({ name: `${agentType}-a-research`, agentType, capabilities: ['research'] });
+      const coder = await createAgent({ name: `${agentType}-b-code`, agentType, capabilities: ['code'] });
+
+      const byCapability = await client.acquire(acquireFields({ agentType, capability: 'code' }));
+      expect(byCapability.lease?.agent?.id).toBe(coder.id);
+      const byType = await client.acquire(acquireFields({ agentType, capability: 'code' }));
+      expect(byType.lease?.agent?.id).toBe(researcher.id);
+      const busy = await rejection(client.acquire(acquireFields({ agentType, capability: 'code' })));
+      expect(busy).toMatchObject({ status: Status.RESOURCE_EXHAUSTED, code: 'actor.pool.busy' });
+
+      await client.release({ leaseId: byCapability.lease!.id, epoch: byCapability.lease!.epoch });
+      await client.release({ leaseId: byType.lease!.id, epoch: byType.lease!.epoch });
+      const explicit = await client.acquire(acquireFields({ agentId: researcher.id, agentType, capability: 'code' }));
+      expect(explicit.lease?.agent?.id).toBe(researcher.id);
+      expect(await rejection(client.acquire(acquireFields({ agentId: researcher.id })))).toMatchObject({
+        status: Status.RESOURCE_EXHAUSTED,
+        code: 'actor.pool.busy',
+      });
+      await client.release({ leaseId: explicit.lease!.id, epoch: explicit.lease!.epoch });
+    });
+
+    it('a capability request without a type takes any agent serving it, "*" included', async () => {
+      const capability = `cap-${Date.now()}`;
+      const wildcard = await createAgent({ capabilities: ['*'] });
+      const { lease } = await client.acquire(acquireFields({ agentId: '', capability, agentType: wildcard.agentType }));
+      expect(lease?.agent?.id).toBe(wildcard.id);
+      await client.release({ leaseId: lease!.id, epoch: lease!.epoch });
+    });
+
+    it('fails with no_matching_agent when no enabled agent could ever serve the request', async () => {
+      const disabled = await createAgent({ enabled: false });
+      expect(await rejection(client.acquire(acquireFields({ agentType: disabled.agentType })))).toMatchObject({
+        status: Status.FAILED_PRECONDITION,
+        code: 'actor.pool.no_matching_agent',
+      });
+      expect(await rejection(client.acquire(acquireFields({ agentId: disabled.id, wait: true })))).toMatchObject({
+        status: Status.FAILED_PRECONDITION,
+        code: 'actor.pool.no_matching_agent',
+      });
+      expect(await rejection(client.acquire(acquireFields({ agentType: 'no-such-type', wait: true })))).toMatchObject({
+        status: Status.FAILED_PRECONDITION,
+        code: 'actor.pool.no_matching_agent',
+      });
+      expect(await rejection(client.acquire(acquireFields({ agentId: 'agt_unknown' })))).toMatchObject({
+        status: Status.NOT_FOUND,
+      });
+    });
+  });
+
+  describe('leases', () => {
+    it('holds at most `concurrency` leases and reports them truthfully', async () => {
+      const agent = await createAgent({ concurrency: 2 });
+      const first = await client.acquire(acquireFields({ agentId: agent.id, projectId: 'prj_capacity' }));
+      const second = await client.acquire(acquireFields({ agentId: agent.id, projectId: 'prj_capacity' }));
+      expect(await rejection(client.acquire(acquireFields({ agentId: agent.id })))).toMatchObject({
+        status: Status.RESOURCE_EXHAUSTED,
+      });
+      expect(await client.isBusy({ agentId: agent.id })).toEqual({ busy: true, activeLeases: 2 });
+      const listed = await client.listLeases({ agentId: agent.id });
+      expect(listed.leases.map((lease) => lease.id)).toEqual([first.lease!.id, second.lease!.id]);
+      expect((await client.listLeases({ projectId: 'prj_capacity' })).leases).toHaveLength(2);
+      expect(second.lease!.epoch).toBeGreaterThan(first.lease!.epoch);
+      expect(first.lease!.expireTime!.getTime() - first.lease!.acquireTime!.getTime()).toBe(30_000);
+
+      await client.release({ leaseId: first.lease!.id, epoch: first.lease!.epoch });
+      expect(await client.isBusy({ agentId: agent.id })).toEqual({ busy: true, activeLeases: 1 });
+      const third = await client.acquire(acquireFields({ agentId: agent.id }));
+      await client.release({ leaseId: second.lease!.id, epoch: second.lease!.epoch });
+      await client.release({ leaseId: third.lease!.id, epoch: third.lease!.epoch });
+      expect(await client.isBusy({ agentId: agent.id })).toEqual({ busy: false, activeLeases: 0 });
+      expect((await client.listLeases({ agentId: agent.id })).leases).toEqual([]);
+    });
+
+    it('refuses a stale epoch or an unknown lease on renew and release', async () => {
+      const agent = await createAgent();
+      const { lease } = await client.acquire(acquireFields({ agentId: agent.id, ttlMs: 10_000 }));
+      const staleRenew = await rejection(client.renew({ leaseId: lease!.id, epoch: lease!.epoch + 1 }));
+      expect(staleRenew).toMatchObject({ status: Status.ABORTED, code: 'actor.lease.stale' });
+      expect(staleRenew.message).toContain(`epoch ${lease!.epoch + 1} is stale`);
+      expect(await rejection(client.release({ leaseId: lease!.id, epoch: lease!.epoch - 1 }))).toMatchObject({
+        status: Status.ABORTED,
+        code: 'actor.lease.stale',
+      });
+      expect(await rejection(client.renew({ leaseId: 'lse_unknown', epoch: 1 }))).toMatchObject({
+        status: Status.ABORTED,
+        code: 'actor.lease.stale',
+      });
+      // The stale calls changed nothing: the holder still renews with its own epoch.
+      const renewed = await client.renew({ leaseId: lease!.id, epoch: lease!.epoch, ttlMs: 60_000 });
+      expect(renewed.lease!.expireTime!.getTime()).toBeGreaterThan(lease!.expireTime!.getTime());
+      expect(renewed.lease!.epoch).toBe(lease!.epoch);
+      expect(await client.release({ leaseId: lease!.id, epoch: lease!.epoch })).toEqual({ released: true });
+    });
+
+    it('release is idempotent, and a released lease cannot be renewed', async () => {
+      const agent = await createAgent();
+      const { lease } = await client.acquire(acquireFields({ agentId: agent.id }));
+      expect(await client.release({ leaseId: lease!.id, epoch: lease!.epoch })).toEqual({ released: true });
+      expect(await client.release({ leaseId: lease!.id, epoch: lease!.epoch })).toEqual({ released: false });
+      expect(await rejection(client.renew({ leaseId: lease!.id, epoch: lease!.epoch }))).toMatchObject({
+        status: Status.ABORTED,
+        code: 'actor.lease.released',
+      });
+    });
+
+    it('a retried acquire with the same request id returns the same lease', async () => {
+      const agent = await createAgent({ concurrency: 2 });
+      const request = acquireFields({ agentId: agent.id, requestId: `acquire-${agent.id}` });
+      const first = await client.acquire(request);
+      const retried = await client.acquire(request);
+      expect(retried.lease).toEqual(first.lease);
+      expect(await client.isBusy({ agentId: agent.id })).toMatchObject({ activeLeases: 1 });
+      await client.release({ leaseId: first.lease!.id, epoch: first.lease!.epoch });
+    });
+
+    it('an expired lease frees its slot, and its holder is refused afterwards', async () => {
+      const agent = await createAgent();
+      const { lease: zombie } = await client.acquire(acquireFields({ agentId: agent.id, ttlMs: 200 }));
+      expect(await rejection(client.acquire(acquireFields({ agentId: agent.id })))).toMatchObject({
+        status: Status.RESOURCE_EXHAUSTED,
+      });
+      await sleep(300);
+      expect(await client.isBusy({ agentId: agent.id })).toEqual({ busy: false, activeLeases: 0 });
+      expect(await rejection(client.renew({ leaseId: zombie!.id, epoch: zombie!.epoch }))).toMatchObject({
+        status: Status.ABORTED,
+        code: 'actor.lease.expired',
+      });
+      const { lease: next } = await client.acquire(acquireFields({ agentId: agent.id }));
+      expect(next!.epoch).toBeGreaterThan(zombie!.epoch);
+      expect(await rejection(client.renew({ leaseId: zombie!.id, epoch: zombie!.epoch }))).toMatchObject({
+        code: 'actor.lease.expired',
+      });
+      expect(await client.release({ leaseId: zombie!.id, epoch: zombie!.epoch })).toEqual({ released: false });
+      expect(await client.isBusy({ agentId: agent.id })).toEqual({ busy: true, activeLeases: 1 });
+      await client.release({ leaseId: next!.id, epoch: next!.epoch });
+    });
+  });
+
+  describe('waiting', () => {
+    it('serves queued callers in arrival order as the slot is released', async () => {
+      const agent = await createAgent();
+      const { lease: holder } = await client.acquire(acquireFields({ agentId: agent.id }));
+      const granted: string[] = [];
+      const waiters = [] as Array<Promise<{ id: string; epoch: number }>>;
+      for (const name of ['first', 'second', 'third']) {
+        const before = await pool.repository.liveWaiterCount();
+        waiters.push(
+          client.acquire(acquireFields({ agentType: agent.agentType, workId: name, wait: true })).then(({ lease }) => {
+            granted.push(lease!.workId);
+            return lease!;
+          }),
+        );
+        await until(async () => (await pool.repository.liveWaiterCount()) === before + 1, `${name} to queue`);
+      }
+
+      await client.release({ leaseId: holder!.id, epoch: holder!.epoch });
+      for (const [index, waiter] of waiters.entries()) {
+        const lease = await waiter;
+        // Several poll rounds pass while this waiter holds the slot: nobody behind it may jump ahead.
+        await sleep(200);
+        expect(granted).toEqual(['first', 'second', 'third'].slice(0, index + 1));
+        await client.release({ leaseId: lease.id, epoch: lease.epoch });
+      }
+      expect(await pool.repository.liveWaiterCount()).toBe(0);
+    });
+
+    it('a caller that arrives while an older request queues elsewhere does not jump the queue', async () => {
+      const agent = await createAgent();
+      // A request queued through another replica that has not looked yet: only its row says it waits.
+      const seq = await pool.repository.enqueueWaiter(
+        { ...(acquireFields({ agentId: agent.id, wait: true }) as Required<AcquireRequest>), ttlMs: 30_000, waitTimeoutMs: 60_000 },
+        10_000,
+      );
+      expect(await rejection(client.acquire(acquireFields({ agentType: agent.agentType })))).toMatchObject({
+        status: Status.RESOURCE_EXHAUSTED,
+        code: 'actor.pool.busy',
+      });
+      // A request for another agent is not held back by it.
+      const other = await createAgent();
+      const { lease: unrelated } = await client.acquire(acquireFields({ agentId: other.id }));
+      await client.release({ leaseId: unrelated!.id, epoch: unrelated!.epoch });
+
+      await pool.repository.removeWaiter(seq);
+      const { lease } = await client.acquire(acquireFields({ agentType: agent.agentType }));
+      expect(lease!.agent!.id).toBe(agent.id);
+      await client.release({ leaseId: lease!.id, epoch: lease!.epoch });
+    });
+
+    it('a waiter gets a slot freed by expiry, without any release', async () => {
+      const agent = await createAgent();
+      await client.acquire(acquireFields({ agentId: agent.id, ttlMs: 300 }));
+      const { lease } = await client.acquire(acquireFields({ agentId: agent.id, wait: true, waitTimeoutMs: 10_000 }));
+      expect(lease!.agent!.id).toBe(agent.id);
+      await client.release({ leaseId: lease!.id, epoch: lease!.epoch });
+    });
+
+    it('gives up with DEADLINE_EXCEEDED after wait_timeout_ms and leaves the queue', async () => {
+      const agent = await createAgent();
+      const { lease } = await client.acquire(acquireFields({ agentId: agent.id }));
+      const startedAt = Date.now();
+      expect(
+        await rejection(client.acquire(acquireFields({ agentId: agent.id, wait: true, waitTimeoutMs: 300 }))),
+      ).toMatchObject({ status: Status.DEADLINE_EXCEEDED, code: 'actor.pool.wait_timeout' });
+      expect(Date.now() - startedAt).toBeGreaterThanOrEqual(300);
+      expect(await pool.repository.liveWaiterCount()).toBe(0);
+      await client.release({ leaseId: lease!.id, epoch: lease!.epoch });
+    });
+
+    it('a cancelled call leaves the queue and takes no slot', async () => {
+      const agent = await createAgent();
+      const { lease } = await client.acquire(acquireFields({ agentId: agent.id }));
+      const controller = new AbortController();
+      const cancelled = client.acquire(acquireFields({ agentId: agent.id, wait: true }), { signal: controller.signal });
+      const settled = cancelled.catch((error: unknown) => error);
+      await until(async () => (await pool.repository.liveWaiterCount()) === 1, 'the waiter to queue');
+      controller.abort();
+      expect(await settled).toMatchObject({ name: 'AbortError' });
+      await until(async () => (await pool.repository.liveWaiterCount()) === 0, 'the waiter to leave');
+      await client.release({ leaseId: lease!.id, epoch: lease!.epoch });
+      expect(await client.isBusy({ agentId: agent.id })).toEqual({ busy: false, activeLeases: 0 });
+    });
+  });
+});
+
+// PGlite is one connection in one process; contention between replicas needs a real Postgres.
+describe.runIf(process.env.DATABASE_URL)('capacity across two pool replicas on one Postgres', () => {
+  let replicas: RunningPool[];
+  let clients: PoolClient[];
+  let database: Awaited<ReturnType<typeof testDatabase>>;
+
+  beforeAll(async () => {
+    database = await testDatabase();
+    const logger = createLogger('pool', 'silent');
+    replicas = [];
+    for (let index = 0; index < 2; index++) replicas.push(await startPool({ config: configFor(database), logger }));
+    clients = replicas.map((replica) => createClient(PoolServiceDefinition, replica.address, { deadlineMs: 60_000 }));
+  });
+  afterAll(async () => {
+    for (const replica of replicas ?? []) await replica.stop();
+    await database?.drop();
+  });
+
+  it('50 simultaneous non-waiting acquires grant exactly the 2 slots', async () => {
+    const { agent } = await clients[0]!.createAgent({ agent: agentFields({ concurrency: 2 }) });
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: 50 }, (_, index) => clients[index % 2]!.acquire(acquireFields({ agentType: agent!.agentType }))),
+    );
+    const granted = outcomes.filter((outcome) => outcome.status === 'fulfilled');
+    expect(granted).toHaveLength(2);
+    for (const outcome of outcomes) {
+      if (outcome.status === 'rejected') expect(String(outcome.reason)).toContain('actor.pool.busy');
+    }
+    expect(await clients[1]!.isBusy({ agentId: agent!.id })).toEqual({ busy: true, activeLeases: 2 });
+  });
+
+  it('50 queued acquires from two replicas never hold more than 2 leases at once', async () => {
+    const { agent } = await clients[0]!.createAgent({ agent: agentFields({ concurrency: 2 }) });
+    let holding = 0;
+    let mostHeld = 0;
+    const epochs = await Promise.all(
+      Array.from({ length: 50 }, async (_, index) => {
+        const client = clients[index % 2]!;
+        const { lease } = await client.acquire(
+          acquireFields({ agentType: agent!.agentType, wait: true, waitTimeoutMs: 60_000 }),
+        );
+        holding++;
+        mostHeld = Math.max(mostHeld, holding);
+        await sleep(5 + (index % 4) * 5);
+        holding--;
+        expect(await client.release({ leaseId: lease!.id, epoch: lease!.epoch })).toEqual({ released: true });
+        return lease!.epoch;
+      }),
+    );
+    expect(new Set(epochs).size).toBe(50);
+    expect(mostHeld).toBeLessThanOrEqual(2);
+
+    // The database's own record: sweep the lease intervals and count the most that overlap.
+    const result = await replicas[0]!.database.db.execute(
+      sql`select acquired_at, ended_at from pool.agent_leases where agent_id = ${agent!.id}`,
+    );
+    const rows = (result as unknown as { rows: Array<{ acquired_at: Date; ended_at: Date }> }).rows;
+    expect(rows).toHaveLength(50);
+    const events = rows.flatMap((row) => [
+      { at: new Date(row.acquired_at).getTime(), delta: 1 },
+      { at: new Date(row.ended_at).getTime(), delta: -1 },
+    ]);
+    events.sort((left, right) => left.at - right.at || left.delta - right.delta);
+    let overlapping = 0;
+    let mostOverlapping = 0;
+    for (const event of events) {
+      overlapping += event.delta;
+      mostOverlapping = Math.max(mostOverlapping, overlapping);
+    }
+    expect(mostOverlapping).toBeLessThanOrEqual(2);
+    expect(mostOverlapping).toBe(2);
+  });
+});

@@ -75,7 +75,9 @@ function namedPlacement(placement: Placement): string {
 function sentence(text: string): string {
   const trimmed = text.trim();
   if (trimmed === '') return '';
-  const capitalised = trimmed.charAt(0).toUpperCase() + trimmed.slice(1);
+  // Identifiers such as `demo:beta-small` keep their case; prose gets a capital.
+  const startsWithIdentifier = /^[a-z0-9-]+[:/]/.test(trimmed);
+  const capitalised = startsWithIdentifier ? trimmed : trimmed.charAt(0).toUpperCase() + trimmed.slice(1);
   return /[.!?]$/.test(capitalised) ? capitalised : `${capitalised}.`;
 }
 

@@ -1,6 +1,6 @@
 
 import { type ActorClient, remoteError, utcDay } from '@actor/kit';
-import { PortRefusal, type BillingPort, type Reservation, type UsageSample } from '@actor/engine';
+import { PortRefusal, type BillingPort, type Reservation } from '@actor/engine';
 import type { BillingServiceDefinition } from '@actor/proto/billing';
 
 /** Billing over gRPC; a budget refusal becomes a PortRefusal the engine turns into a failed task. */
@@ -26,14 +26,7 @@ export class GrpcBillingPort implements BillingPort {
     }
   }
 
-  async settle(request: {
-    reservationId: string;
-    backend: string;
-    rateCardRevision: number;
-    usage: UsageSample;
-    reportedCostMicroUsd?: number;
-    producedOutput: boolean;
-  }): Promise<{ costMicroUsd: number }> {
+  async settle(request: Parameters<BillingPort['settle']>[0]): Promise<{ costMicroUsd: number }> {
     const { usage } = await this.billing.settle({
       reservationId: request.reservationId,
       adapterType: request.backend,

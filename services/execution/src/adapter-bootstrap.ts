@@ -43,7 +43,8 @@ async function declareAll({ registry, pool, definitions, notReady, slotConcurren
       reviewerKind: 'operator',
       requestId: `bootstrap:${type}:rate-card`,
     });
-    if (!agents.some((agent) => agent.agentType === type)) {
+    // Adapters that need per-slot setup (a script's command) get no default slot: an admin makes one.
+    if (definition.defaultSlot !== false && !agents.some((agent) => agent.agentType === type)) {
       await pool.createAgent({
         agent: {
           name: `${type}-default`,

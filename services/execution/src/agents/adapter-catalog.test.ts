@@ -2,22 +2,31 @@ import { describe, expect, it } from 'vitest';
 import { createAgentFor, discoverAdapters } from './adapter-catalog.js';
 
 describe('discoverAdapters', () => {
-  it('always offers the demo backends and says why the OpenAI-compatible adapter is not ready', () => {
+  it('always offers the demo backends and script, and says why the OpenAI-compatible and claude-code adapters are not ready', () => {
     const catalog = discoverAdapters({});
     expect(catalog.definitions.map((definition) => definition.declaration.type)).toEqual([
       'demo:alpha-mini',
       'demo:alpha-pro',
       'demo:beta-small',
       'demo:beta-large',
+      'script',
     ]);
     expect(catalog.notReady).toEqual([
       { type: 'ai-sdk:openai-compatible/*', reason: expect.stringMatching(/set ACTOR_OPENAI_BASE_URL and ACTOR_OPENAI_API_KEY/) },
+      { type: 'claude-code', reason: expect.stringMatching(/no `claude` executable on PATH/) },
     ]);
+    expect(catalog.definitions.find((definition) => definition.declaration.type === 'script')?.defaultSlot).toBe(false);
+  });
+
+  it('declares claude-code when its binary is found', () => {
+    const catalog = discoverAdapters({ ACTOR_CLAUDE_CODE_BIN: process.execPath });
+    expect(catalog.notReady.map((adapter) => adapter.type)).toEqual(['ai-sdk:openai-compatible/*']);
+    expect(catalog.createAgentFor('claude-code')?.type).toBe('claude-code');
   });
 
   it('adds the OpenAI-compatible adapter when its base URL and key are set', () => {
     const catalog = discoverAdapters({ ACTOR_OPENAI_BASE_URL: 'http://127.0.0.1:11434/v1', ACTOR_OPENAI_API_KEY: 'ollama', ACTOR_OPENAI_MODEL: 'qwen2.5' });
-    expect(catalog.notReady).toEqual([]);
+    expect(catalog.notReady.map((adapter) => adapter.type)).toEqual(['claude-code']);
     expect(catalog.definitions.at(-1)?.declaration.type).toBe('ai-sdk:openai-compatible/qwen2.5');
     expect(catalog.createAgentFor('ai-sdk:openai-compatible/qwen2.5')?.type).toBe('ai-sdk:openai-compatible/qwen2.5');
   });
@@ -34,6 +43,7 @@ describe('discoverAdapters', () => {
 
   it('lets the process-wide createAgentFor reach demo types always and discovered types after discovery', () => {
     expect(createAgentFor('demo:alpha-pro')?.type).toBe('demo:alpha-pro');
+    expect(createAgentFor('script')?.type).toBe('script');
     expect(createAgentFor('ai-sdk:openai-compatible/catalog-test-model')).toBeUndefined();
     discoverAdapters({ ACTOR_OPENAI_BASE_URL: 'http://127.0.0.1:11434/v1', ACTOR_OPENAI_API_KEY: 'k', ACTOR_OPENAI_MODEL: 'catalog-test-model' });
     expect(createAgentFor('ai-sdk:openai-compatible/catalog-test-model')?.type).toBe('ai-sdk:openai-compatible/catalog-test-model');

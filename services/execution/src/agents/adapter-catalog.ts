@@ -1,6 +1,8 @@
 import type { Agent, AdapterDefinition } from './agent.js';
 import { discoverAiSdkAdapter, openAiCompatibleProvider } from './ai-sdk/ai-sdk-discovery.js';
+import { claudeCodeAdapterType, discoverClaudeCodeAdapter } from './claude-code/claude-code-discovery.js';
 import { demoAdapterDefinitions } from './demo/demo-catalog.js';
+import { scriptAdapterDefinition } from './script/script-catalog.js';
 
 /** An adapter family that was looked for and is not usable, and why. */
 export interface NotReadyAdapter {
@@ -19,12 +21,17 @@ export interface AdapterCatalog {
   createAgentFor(type: string): Agent | undefined;
 }
 
+/** The adapters that need nothing installed: the demo backends, then `script`. */
+function builtInDefinitions(): AdapterDefinition[] {
+  return [...demoAdapterDefinitions(), scriptAdapterDefinition()];
+}
+
 /**
- * Every adapter type this process can run: the demo backends, plus whatever `discoverAdapters` found.
+ * Every adapter type this process can run: the built-in ones, plus whatever `discoverAdapters` found.
  * Process-wide, so that a caller holding only `createAgentFor` reaches what discovery registered.
  */
 const runnable = new Map<string, AdapterDefinition>(
-  demoAdapterDefinitions().map((definition) => [definition.declaration.type, definition]),
+  builtInDefinitions().map((definition) => [definition.declaration.type, definition]),
 );
 
 /**
@@ -36,15 +43,19 @@ export function createAgentFor(type: string): Agent | undefined {
 }
 
 /**
- * Finds the adapters whose prerequisites are present: the built-in demo backends always, the
- * OpenAI-compatible one when its env is set. Reads only the env object it is given.
+ * Finds the adapters whose prerequisites are present: the built-in demo backends and `script` always,
+ * the OpenAI-compatible one when its env is set, `claude-code` when its binary is found (on `PATH`
+ * or at `ACTOR_CLAUDE_CODE_BIN`). Reads only the env object it is given.
  */
 export function discoverAdapters(env: Record<string, string | undefined>): AdapterCatalog {
-  const definitions = [...demoAdapterDefinitions()];
+  const definitions = builtInDefinitions();
   const notReady: NotReadyAdapter[] = [];
   const aiSdk = discoverAiSdkAdapter(env);
   if (aiSdk.definition) definitions.push(aiSdk.definition);
   else notReady.push({ type: `ai-sdk:${openAiCompatibleProvider}/*`, reason: aiSdk.reason });
+  const claudeCode = discoverClaudeCodeAdapter(env);
+  if (claudeCode.definition) definitions.push(claudeCode.definition);
+  else notReady.push({ type: claudeCodeAdapterType, reason: claudeCode.reason });
 
   const byType = new Map(definitions.map((definition) => [definition.declaration.type, definition]));
   for (const [type, definition] of byType) runnable.set(type, definition);

@@ -26,6 +26,11 @@ export interface AdapterDefinition {
   declaration: AdapterDeclaration;
   rateCard: AdapterRateCard;
   /**
+   * Whether start-up makes a default agent slot for it (default true). False for adapters that only
+   * run on slots an admin configured (`script` needs a command), where a bare slot could only fail.
+   */
+  defaultSlot?: boolean;
+  /**
    * A new Agent for this adapter type. `cancel(executionId)` reaches only runs started on the same
    * instance, so a caller keeps one instance per type (the AbortSignal of `execute` works on any).
    */

@@ -12,6 +12,8 @@ export interface ConformanceSubject {
   slowRequest(executionId: string): AgentRequest;
   /** The adapter's rate card, to check that a normal run costs something. */
   rateCard: AdapterRateCard;
+  /** False for adapters with no tokens to count (script): usage is then run time alone. Default true. */
+  reportsTokens?: boolean;
   /** For adapters that declare `structured-output`: a request and a schema it can answer. */
   structured?: { request(executionId: string): AgentRequest; jsonSchema: Record<string, unknown> };
   /** An agent whose backend is unreachable or misconfigured, and what its error must mention. */
@@ -51,8 +53,13 @@ export function runAgentConformance(name: string, makeAgentAndRequest: () => Pro
       expect(streamed.length).toBeGreaterThan(0);
       expect(streamed.join('')).toBe(result.output);
       expect(result.output.length).toBeGreaterThan(0);
-      expect(result.inputTokens).toBeGreaterThan(0);
-      expect(result.outputTokens).toBeGreaterThan(0);
+      if (subject.reportsTokens === false) {
+        expect(result.inputTokens).toBe(0);
+        expect(result.outputTokens).toBe(0);
+      } else {
+        expect(result.inputTokens).toBeGreaterThan(0);
+        expect(result.outputTokens).toBeGreaterThan(0);
+      }
       expect(result.durationMs).toBeGreaterThanOrEqual(0);
       const cost = priceUsage(subject.rateCard, { inputTokens: result.inputTokens, outputTokens: result.outputTokens, durationMs: result.durationMs, calls: 1 });
       expect(cost).toBeGreaterThan(0);

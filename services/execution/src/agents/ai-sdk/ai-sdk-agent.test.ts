@@ -149,6 +149,25 @@ describe('AiSdkAgent against the fake OpenAI server', () => {
     expect(JSON.stringify(health)).not.toContain(wrongKey);
   });
 
+  it('uses a bring-your-own key from request.environment for that call only, and never shows it', async () => {
+    const byoKey = 'sk-byo-project-secret-13579';
+    const events: AgentEvent[] = [];
+    // The fake accepts only the configured key, so the BYO key is refused and its 401 echoes it back.
+    const refused = await agentFor(fake.baseURL).execute(
+      { executionId: 'exe_byo', prompt: 'Hello', environment: { OPENAI_API_KEY: byoKey } },
+      signal,
+      (event) => events.push(event),
+    );
+    expect(fake.requests.at(-1)?.authorization).toBe(`Bearer ${byoKey}`);
+    expect(refused).toMatchObject({ success: false, errorKind: 'backend' });
+    expect(refused.errorMessage).toMatch(/HTTP 401/);
+    expect(JSON.stringify({ refused, events })).not.toContain(byoKey);
+    // The next call without one goes back to the configured key.
+    const { result } = await execute({ executionId: 'exe_after_byo', prompt: 'Hello' });
+    expect(result.success).toBe(true);
+    expect(fake.requests.at(-1)?.authorization).toBe(`Bearer ${apiKey}`);
+  });
+
   it('turns an HTTP 500 into a backend failure with the server message', async () => {
     fake.script({ status: 500, errorMessage: 'The server had an error while processing your request.' });
     const { result } = await execute({ executionId: 'exe_500', prompt: 'Hello' });

@@ -46,9 +46,19 @@ export class AiSdkAgent implements Agent {
   constructor(private readonly options: AiSdkAgentOptions) {
     this.type = options.type;
     this.baseURL = options.baseURL.replace(/\/+$/, '');
-    const provider = createOpenAI({ baseURL: this.baseURL, apiKey: options.apiKey, name: options.providerName });
+    this.model = this.chatModel(options.apiKey);
+  }
+
+  private chatModel(apiKey: string): LanguageModel {
+    const provider = createOpenAI({ baseURL: this.baseURL, apiKey, name: this.options.providerName });
     // Chat Completions, not the Responses API: it is the one every compatible server speaks.
-    this.model = provider.chat(options.model);
+    return provider.chat(this.options.model);
+  }
+
+  /** The model for one request: with the request's own key (`environment.OPENAI_API_KEY`) when it brings one. */
+  private modelFor(request: AgentRequest): LanguageModel {
+    const byoKey = request.environment?.[byoKeyVariable];
+    return byoKey ? this.chatModel(byoKey) : this.model;
   }
 
   async execute(request: AgentRequest, signal: AbortSignal, onEvent: (event: AgentEvent) => void): Promise<AgentResult> {
@@ -58,7 +68,7 @@ export class AiSdkAgent implements Agent {
       let finished: { rawFinishReason: string | undefined; inputTokens?: number; outputTokens?: number } | undefined;
       try {
         const result = streamText({
-          model: this.model,
+          model: this.modelFor(request),
           system: request.systemPrompt,
           prompt: request.prompt,
           maxOutputTokens: limits.maxOutputTokens,
@@ -86,7 +96,7 @@ export class AiSdkAgent implements Agent {
         streamError ??= error;
       }
       if (run.stopReason()) return { output };
-      if (streamError !== undefined) return { output, failure: this.describeFailure(streamError, output) };
+      if (streamError !== undefined) return { output, failure: this.describeFailure(streamError, output, request) };
       // A stream that ends without the model's finish reason was cut short: never a success.
       if (finished?.rawFinishReason === undefined) {
         return { output, failure: { errorKind: 'backend', errorMessage: `${this.type}: the stream ended before the model finished its answer` } };
@@ -100,7 +110,7 @@ export class AiSdkAgent implements Agent {
     return this.withRun(request, signal, async (run, limits, log) => {
       try {
         const result = await generateText({
-          model: this.model,
+          model: this.modelFor(request),
           system: request.systemPrompt,
           prompt: request.prompt,
           maxOutputTokens: limits.maxOutputTokens,
@@ -118,7 +128,7 @@ export class AiSdkAgent implements Agent {
         };
       } catch (error) {
         if (run.stopReason()) return { output: '' };
-        return { output: '', failure: this.describeFailure(error, '') };
+        return { output: '', failure: this.describeFailure(error, '', request) };
       }
     });
   }
@@ -213,7 +223,14 @@ export class AiSdkAgent implements Agent {
     return { inputTokens: usage.inputTokens, outputTokens: usage.outputTokens };
   }
 
-  private describeFailure(error: unknown, output: string): NonNullable<RunOutcome['failure']> {
+  private describeFailure(error: unknown, output: string, request: AgentRequest): NonNullable<RunOutcome['failure']> {
+    const failure = this.describeFailureUnredacted(error, output);
+    // A bring-your-own key is as secret as the configured one: the endpoint may echo either.
+    const byoKey = request.environment?.[byoKeyVariable];
+    return byoKey ? { ...failure, errorMessage: failure.errorMessage.split(byoKey).join('[redacted]') } : failure;
+  }
+
+  private describeFailureUnredacted(error: unknown, output: string): NonNullable<RunOutcome['failure']> {
     const statusCode = APICallError.isInstance(error) ? error.statusCode : undefined;
     const message = error instanceof Error ? error.message : String(error);
     if (statusCode !== undefined && statusCode >= 400) {
@@ -238,6 +255,9 @@ export class AiSdkAgent implements Agent {
     return key ? text.split(key).join('[redacted]') : text;
   }
 }
+
+/** The request environment variable that carries a bring-your-own key for the endpoint. */
+export const byoKeyVariable = 'OPENAI_API_KEY';
 
 interface RunOutcome {
   output: string;

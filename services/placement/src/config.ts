@@ -20,6 +20,10 @@ function ratioSetting(defaultValue: number) {
  *   allowed (half-open), in ms; default 30000.
  * - `PLACEMENT_HYSTERESIS_MARGIN`: how much better (relative score, 0.1 = 10%) a challenger must be to
  *   replace the incumbent backend of a project x task class x mode; default 0.1.
+ * - `PLACEMENT_HYSTERESIS_WINDOW_MS`: how long, in ms, a challenger must keep beating the incumbent by
+ *   the margin (at every placement in between) before it replaces it; 0 = at the first placement it
+ *   does; default 0 (the routing simulator, bench/routing, shows what a window costs and saves). A
+ *   failover (the incumbent erring, tried, its circuit open) and a half-open probe never wait.
  * - `PLACEMENT_ADAPTER_CACHE_MS`: how long the adapter list read from the registry is reused, in ms
  *   (registry changes also invalidate it at once through WatchRegistry); default 2000.
  * - plus LOG_LEVEL, DATABASE_URL, ACTOR_DATA_DIR (see kit).
@@ -31,6 +35,7 @@ export const placementConfigSchema = z.object({
   PLACEMENT_DATABASE_URL: optionalSetting(),
   PLACEMENT_CIRCUIT_COOLDOWN_MS: integerSetting(30_000),
   PLACEMENT_HYSTERESIS_MARGIN: ratioSetting(0.1),
+  PLACEMENT_HYSTERESIS_WINDOW_MS: integerSetting(0),
   PLACEMENT_ADAPTER_CACHE_MS: integerSetting(2_000),
 });
 

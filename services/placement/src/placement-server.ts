@@ -43,6 +43,7 @@ export async function startPlacement({ config, logger }: StartPlacementOptions) 
             catalog,
             circuitCooldownMs: config.PLACEMENT_CIRCUIT_COOLDOWN_MS,
             hysteresisMargin: config.PLACEMENT_HYSTERESIS_MARGIN,
+            hysteresisWindowMs: config.PLACEMENT_HYSTERESIS_WINDOW_MS,
             logger,
           }),
         ),

@@ -367,14 +367,20 @@ describe('PlacementService over gRPC, with a real registry', () => {
           REGISTRY_ADDR: registry.address,
           DATABASE_URL: restartDatabase.databaseUrl,
           ACTOR_DATA_DIR: dataDir ?? restartDatabase.dataDir,
+          PLACEMENT_HYSTERESIS_WINDOW_MS: '60000',
         }),
         logger,
       });
     }
 
-    it('keeps signals, circuits and decisions', async () => {
+    function windowRequest(): Partial<PlaceRequest> {
+      return { projectId: 'prj_restart_window', taskId: 'tsk_restart_window', taskClass: 'general', estimatedInputTokens: 1_000, mode: Mode.MODE_BEST, taskBudgetLeftMicroUsd: 1_000_000, dayBudgetLeftMicroUsd: 10_000_000 };
+    }
+
+    it('keeps signals, circuits, decisions and the challenger of an incumbent', async () => {
       const first = await start();
       let decisionId: string;
+      let challengeSince: string;
       try {
         const firstClient = createClient(PlacementServiceDefinition, first.address);
         for (let index = 0; index < 3; index += 1) {
@@ -383,6 +389,16 @@ describe('PlacementService over gRPC, with a real registry', () => {
         await firstClient.reportOutcome({ requestId: 'restart-ok', backend: 'demo:beta-fast', taskClass: 'code', success: true, verified: true, latencyMs: 700 });
         const { decision } = await firstClient.place(request({ mode: Mode.MODE_BEST }));
         decisionId = decision!.id;
+
+        // A challenger's lead over the incumbent, measured over the hysteresis window, is stored too.
+        expect((await firstClient.place(windowRequest())).decision?.winner?.backend).toBe('demo:beta-large');
+        for (let index = 0; index < 10; index += 1) {
+          await firstClient.reportOutcome({ requestId: `restart-rejected-${index}`, backend: 'demo:beta-large', taskClass: 'general', success: true, verified: false, latencyMs: 900 });
+        }
+        const held = (await firstClient.place(windowRequest())).decision!;
+        expect(held.winner?.backend).toBe('demo:beta-large');
+        expect(held.hysteresis).toMatch(/^incumbent demo:beta-large kept: challenger demo:alpha-pro beats it by \d+% \(margin 10%\), but only for 0 s of the 60 s window \(since .+\)$/);
+        challengeSince = held.hysteresis.match(/\(since (.+)\)$/)![1]!;
       } finally {
         await first.stop();
       }
@@ -400,6 +416,9 @@ describe('PlacementService over gRPC, with a real registry', () => {
         expect(decision?.winner?.backend).toBe('demo:beta-large');
         const after = (await secondClient.place(request({ mode: Mode.MODE_BALANCED }))).decision!;
         expect(after.exclusions.find((item) => item.backend === 'demo:alpha-pro')).toMatchObject({ reasonCode: 'health' });
+        const stillHeld = (await secondClient.place(windowRequest())).decision!;
+        expect(stillHeld.winner?.backend).toBe('demo:beta-large');
+        expect(stillHeld.hysteresis).toContain(`of the 60 s window (since ${challengeSince})`);
       } finally {
         await second.stop();
       }

@@ -122,12 +122,14 @@ export interface PlacementServiceDependencies {
   catalog: AdapterCatalog;
   circuitCooldownMs: number;
   hysteresisMargin: number;
+  /** See PLACEMENT_HYSTERESIS_WINDOW_MS; absent = 0, a challenger takes over at once. */
+  hysteresisWindowMs?: number;
   logger: Logger;
 }
 
 /** The PlacementService: decode, run the placer's rules, store, encode. SQL lives in the repository. */
 export function createPlacementService(dependencies: PlacementServiceDependencies): PlacementServiceImplementation {
-  const { repository, catalog, circuitCooldownMs, hysteresisMargin } = dependencies;
+  const { repository, catalog, circuitCooldownMs, hysteresisMargin, hysteresisWindowMs } = dependencies;
 
   async function tiers(): Promise<Map<string, number>> {
     try {
@@ -183,10 +185,12 @@ export function createPlacementService(dependencies: PlacementServiceDependencie
           request: placement,
           backends,
           signals,
-          incumbent,
+          incumbent: incumbent?.backend,
           now,
           circuitCooldownMs,
           hysteresisMargin,
+          hysteresisWindowMs,
+          challenge: incumbent?.challenge,
           probesTaken,
         });
         const winner = result.winner;
@@ -219,6 +223,9 @@ export function createPlacementService(dependencies: PlacementServiceDependencie
         decision: Decision.toJSON(decision),
       });
       if (created && result.newIncumbent) await repository.setIncumbent(incumbentKey, result.newIncumbent);
+      else if (created && incumbent && result.challenge !== undefined) {
+        await repository.setChallenge(incumbentKey, incumbent.backend, result.challenge);
+      }
       return answer(created ? decision : decodeDecision(row));
     },
 

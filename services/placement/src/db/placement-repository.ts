@@ -1,5 +1,6 @@
 import { and, asc, eq, sql, type SQL } from 'drizzle-orm';
 import type { Database } from '@actor/kit';
+import type { Challenge } from '../domain/hysteresis.js';
 import type { SignalState } from '../domain/placement-model.js';
 import { decisions, incumbents, outcomeReports, signals, type schema } from './schema.js';
 
@@ -150,19 +151,16 @@ export class PlacementRepository {
     return claimed.length > 0;
   }
 
-  async incumbent(key: IncumbentKey): Promise<string | undefined> {
+  async incumbent(key: IncumbentKey): Promise<{ backend: string; challenge?: Challenge } | undefined> {
     const [row] = await this.db
-      .select({ backend: incumbents.backend })
+      .select({ backend: incumbents.backend, challenger: incumbents.challenger, challengerSince: incumbents.challengerSince })
       .from(incumbents)
-      .where(
-        and(
-          eq(incumbents.projectId, key.projectId),
-          eq(incumbents.taskClass, key.taskClass),
-          eq(incumbents.mode, key.mode),
-          eq(incumbents.purpose, key.purpose),
-        ),
-      );
-    return row?.backend;
+      .where(this.incumbentKey(key));
+    if (!row) return undefined;
+    return {
+      backend: row.backend,
+      challenge: row.challenger && row.challengerSince ? { backend: row.challenger, since: row.challengerSince } : undefined,
+    };
   }
 
   async setIncumbent(key: IncumbentKey, backend: string): Promise<void> {
@@ -171,7 +169,27 @@ export class PlacementRepository {
       .values({ ...key, backend })
       .onConflictDoUpdate({
         target: [incumbents.projectId, incumbents.taskClass, incumbents.mode, incumbents.purpose],
-        set: { backend, updatedAt: sql`now()` },
+        set: { backend, challenger: null, challengerSince: null, updatedAt: sql`now()` },
       });
+  }
+
+  /**
+   * Stores (or, with null, clears) the challenger leading the incumbent `backend`. Does nothing when
+   * another placement has meanwhile replaced that incumbent: its challenge would be about someone else.
+   */
+  async setChallenge(key: IncumbentKey, backend: string, challenge: Challenge | null): Promise<void> {
+    await this.db
+      .update(incumbents)
+      .set({ challenger: challenge?.backend ?? null, challengerSince: challenge?.since ?? null })
+      .where(and(this.incumbentKey(key), eq(incumbents.backend, backend)));
+  }
+
+  private incumbentKey(key: IncumbentKey): SQL | undefined {
+    return and(
+      eq(incumbents.projectId, key.projectId),
+      eq(incumbents.taskClass, key.taskClass),
+      eq(incumbents.mode, key.mode),
+      eq(incumbents.purpose, key.purpose),
+    );
   }
 }

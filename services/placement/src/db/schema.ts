@@ -68,6 +68,9 @@ export const incumbents = placement.table(
     mode: text('mode').notNull(),
     purpose: text('purpose').notNull(),
     backend: text('backend').notNull(),
+    /** The challenger that has beaten the incumbent by the margin at every placement since `challenger_since`; null when none. */
+    challenger: text('challenger'),
+    challengerSince: timestamp('challenger_since', { withTimezone: true }),
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
   },
   (table) => [primaryKey({ columns: [table.projectId, table.taskClass, table.mode, table.purpose] })],

@@ -53,10 +53,14 @@ export function explainDecision(input: ExplanationInput): string {
     return `No backend can take this ${request.taskClass} ${request.purpose === 'judge' ? 'judge call' : 'task'} under ${request.mode}${request.mode === 'private' ? ' (private mode fails closed)' : ''}: ${excluded || 'no backend is declared'}.`;
   }
   const name = `${winner.backend}${winner.demo ? ' (demo backend)' : ''}`;
-  const kept = winner !== input.ranked[0];
-  const reason = kept
-    ? `kept as the incumbent (${input.ranked[0]!.backend} was within the hysteresis margin)`
-    : why(request, winner);
+  const kept = input.hysteresis.kept;
+  const reason = !kept
+    ? why(request, winner)
+    : kept.because === 'recent_failure'
+      ? `kept as the incumbent (${kept.challenger} ranks higher but failed ${Math.round((kept.failedMsAgo ?? 0) / 1000)} s ago)`
+      : kept.because === 'window'
+        ? `kept as the incumbent (${kept.challenger} beats it by the hysteresis margin, but not yet for the whole window)`
+        : `kept as the incumbent (${kept.challenger} was within the hysteresis margin)`;
   const scope = request.mode === 'private' ? ' among first-party backends' : '';
   const first = `${name} won under ${request.mode}${judged}${scope}: ${reason}${excluded ? `; ${excluded}` : ''}.`;
   const notes: string[] = [];

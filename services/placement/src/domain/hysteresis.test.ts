@@ -53,6 +53,43 @@ describe('applyHysteresis', () => {
     expect(result.verdict).toContain('beats incumbent incumbent by 17% (margin 10%)');
   });
 
+  it('with a window, a challenger takes over only after leading by the margin for the whole window', () => {
+    const ranked = [candidate('challenger', 0.7), candidate('incumbent', 0.6)];
+    const start = new Date('2030-01-01T00:00:00Z');
+    const at = (ms: number) => new Date(start.getTime() + ms);
+    const first = verdict({ ranked, incumbent: 'incumbent', windowMs: 60_000, now: start });
+    expect(first).toMatchObject({ winner: { backend: 'incumbent' }, kept: { because: 'window' }, challenge: { backend: 'challenger', since: start } });
+    expect(first.newIncumbent).toBeUndefined();
+    expect(first.verdict).toBe(
+      'incumbent incumbent kept: challenger challenger beats it by 17% (margin 10%), but only for 0 s of the 60 s window (since 2030-01-01T00:00:00.000Z)',
+    );
+    const midway = verdict({ ranked, incumbent: 'incumbent', windowMs: 60_000, now: at(59_000), challenge: first.challenge! });
+    expect(midway).toMatchObject({ winner: { backend: 'incumbent' }, challenge: { backend: 'challenger', since: start } });
+    const done = verdict({ ranked, incumbent: 'incumbent', windowMs: 60_000, now: at(60_000), challenge: midway.challenge! });
+    expect(done).toMatchObject({ winner: { backend: 'challenger' }, newIncumbent: 'challenger', challenge: null });
+    expect(done.verdict).toContain('has for 60 s (window 60 s): it becomes the incumbent');
+    // Another challenger's lead does not count for this one: its window starts now.
+    const other = verdict({ ranked, incumbent: 'incumbent', windowMs: 60_000, now: at(90_000), challenge: { backend: 'someone-else', since: start } });
+    expect(other).toMatchObject({ winner: { backend: 'incumbent' }, challenge: { backend: 'challenger', since: at(90_000) } });
+    // A half-open challenger (its probe) is not held back by the window.
+    const probing = verdict({ ranked: [{ ...candidate('challenger', 0.7), circuitState: 'half-open' }, candidate('incumbent', 0.6)], incumbent: 'incumbent', windowMs: 60_000, now: start });
+    expect(probing).toMatchObject({ winner: { backend: 'challenger' }, newIncumbent: 'challenger', challenge: null });
+    // A placement where the challenger is back within the margin clears the lead.
+    const within = verdict({ ranked: [candidate('challenger', 0.62), candidate('incumbent', 0.6)], incumbent: 'incumbent', windowMs: 60_000, now: at(30_000), challenge: first.challenge! });
+    expect(within).toMatchObject({ winner: { backend: 'incumbent' }, challenge: null });
+  });
+
+  it('keeps the incumbent over a challenger whose latest call failed within the cooldown, however much better it scores', () => {
+    const ranked = [candidate('challenger', 0.9), candidate('incumbent', 0.6)];
+    const result = verdict({ ranked, incumbent: 'incumbent', recentFailures: new Map([['challenger', 12_000]]) });
+    expect(result).toMatchObject({ winner: { backend: 'incumbent' }, failover: false, kept: { challenger: 'challenger', because: 'recent_failure' } });
+    expect(result.newIncumbent).toBeUndefined();
+    expect(result.verdict).toBe('incumbent incumbent kept: challenger challenger failed 12 s ago and may not displace it until a cooldown has passed');
+    // Only the challenger's failures count: the incumbent's own recent failure does not protect it.
+    const incumbentFailed = verdict({ ranked, incumbent: 'incumbent', recentFailures: new Map([['incumbent', 1_000]]) });
+    expect(incumbentFailed.newIncumbent).toBe('challenger');
+  });
+
   it('fails over at once when the incumbent is unfit (circuit open, already tried, not ready)', () => {
     for (const reasonCode of ['health', 'excluded', 'not_ready'] as const) {
       const exclusions: Exclusion[] = [{ backend: 'incumbent', reasonCode, reason: 'why' }];

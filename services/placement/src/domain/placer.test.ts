@@ -72,6 +72,27 @@ describe('decidePlacement', () => {
     expect(shared.explanation).toContain("the judge shares the worker's family (alpha)");
   });
 
+  it('after a failover, the next placement stays on the backend that took over until a cooldown has passed', () => {
+    const failedAt = new Date(now.getTime() - 10_000);
+    const failed: SignalState = { ...emptySignal('demo:beta-large', 'code', failedAt), samples: 1, workSamples: 1, consecutiveFailures: 1 };
+    const signals = new Map([[failed.backend, failed]]);
+    const request = testRequest({ mode: 'best' });
+    const kept = decide({ request, incumbent: 'demo:alpha-mini', signals });
+    expect(kept.winner?.backend).toBe('demo:alpha-mini');
+    expect(kept.newIncumbent).toBeUndefined();
+    expect(kept.hysteresis).toBe(
+      'incumbent demo:alpha-mini kept: challenger demo:beta-large failed 10 s ago and may not displace it until a cooldown has passed',
+    );
+    expect(kept.explanation).toContain('kept as the incumbent (demo:beta-large ranks higher but failed 10 s ago)');
+    // Once the cooldown has passed, the better backend takes over again.
+    const later = decide({ request, incumbent: 'demo:alpha-mini', signals, now: new Date(failedAt.getTime() + 30_000) });
+    expect(later.winner?.backend).toBe('demo:beta-large');
+    expect(later.newIncumbent).toBe('demo:beta-large');
+    // A success since the failure clears it at once.
+    const recovered = new Map([[failed.backend, { ...failed, consecutiveFailures: 0 }]]);
+    expect(decide({ request, incumbent: 'demo:alpha-mini', signals: recovered }).winner?.backend).toBe('demo:beta-large');
+  });
+
   it('reports the failover and the time of the newest signal used', () => {
     const open: SignalState = { ...emptySignal('demo:beta-large', 'code', now), consecutiveFailures: 3, openedAt: now, updatedAt: now };
     const result = decide({ request: testRequest({ mode: 'best' }), incumbent: 'demo:beta-large', signals: new Map([[open.backend, open]]) });

@@ -1,5 +1,5 @@
 import { filterBackends } from './candidate-filter.js';
-import { applyHysteresis } from './hysteresis.js';
+import { applyHysteresis, type Challenge } from './hysteresis.js';
 import { explainDecision } from './explanation.js';
 import { estimate, objectiveText, rankCandidates } from './objectives.js';
 import type { Backend, Candidate, Exclusion, PlacementRequest, SignalState } from './placement-model.js';
@@ -14,6 +14,10 @@ export interface PlacementInput {
   now: Date;
   circuitCooldownMs: number;
   hysteresisMargin: number;
+  /** How long a challenger must lead by the margin before it takes over, in ms; 0 or absent = at once. */
+  hysteresisWindowMs?: number;
+  /** The stored challenger of the incumbent, if any. */
+  challenge?: Challenge;
   /** Half-open backends whose single probe another placement has just taken. */
   probesTaken?: Set<string>;
 }
@@ -29,6 +33,8 @@ export interface PlacementResult {
   explanation: string;
   /** The backend to store as incumbent; undefined leaves it unchanged. */
   newIncumbent?: string;
+  /** The challenge to store: a value, null to clear it, undefined to leave it unchanged. */
+  challenge?: Challenge | null;
   /** When the newest signal used was written; undefined when no signal existed. */
   signalsTime?: Date;
 }
@@ -54,6 +60,11 @@ export function decidePlacement(input: PlacementInput): PlacementResult {
     : request.purpose === 'judge'
       ? 'a judge placement does not move the incumbent'
       : undefined;
+  const recentFailures = new Map<string, number>();
+  for (const signal of input.signals.values()) {
+    const failedMsAgo = input.now.getTime() - signal.updatedAt.getTime();
+    if (signal.consecutiveFailures > 0 && failedMsAgo < input.circuitCooldownMs) recentFailures.set(signal.backend, failedMsAgo);
+  }
   const verdict = applyHysteresis({
     ranked,
     exclusions: filtered.exclusions,
@@ -61,6 +72,10 @@ export function decidePlacement(input: PlacementInput): PlacementResult {
     margin: input.hysteresisMargin,
     applies: skippedBecause === undefined,
     skippedBecause,
+    recentFailures,
+    windowMs: input.hysteresisWindowMs,
+    challenge: input.challenge,
+    now: input.now,
   });
   const winner = verdict.winner;
   const candidates = winner ? [winner, ...ranked.filter((candidate) => candidate !== winner)] : ranked;
@@ -83,6 +98,7 @@ export function decidePlacement(input: PlacementInput): PlacementResult {
       sameFamilyFallback: filtered.sameFamilyFallback,
     }),
     newIncumbent: verdict.newIncumbent,
+    challenge: verdict.challenge,
     signalsTime,
   };
 }

@@ -92,4 +92,18 @@ describe('percentile', () => {
     expect(percentile([1, 2, 3, 4], 0.5)).toBe(2);
     expect(percentile(Array.from({ length: 20 }, (_, index) => index + 1), 0.95)).toBe(19);
   });
+
+  it('agrees with sorting for windows with repeats, any order and any quantile, and leaves the window untouched', () => {
+    let seed = 7;
+    const next = () => (seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648);
+    for (let round = 0; round < 500; round++) {
+      const window = Array.from({ length: 1 + (next() % 60) }, () => next() % (round % 2 === 0 ? 5 : 10_000));
+      const before = [...window];
+      const sorted = [...window].sort((left, right) => left - right);
+      for (const q of [0, 0.05, 0.5, 0.95, 0.99, 1]) {
+        expect(percentile(window, q)).toBe(sorted[Math.max(1, Math.ceil(q * sorted.length)) - 1]);
+      }
+      expect(window).toEqual(before);
+    }
+  });
 });

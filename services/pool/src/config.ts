@@ -10,6 +10,9 @@ import { addressSetting, commonSettings, defaultAddresses, integerSetting, loadC
  *   take a free slot when nothing local woke them (a release on another replica, an expiry), default 250.
  * - `POOL_SWEEP_INTERVAL_MS`: how often expired leases are marked ended and abandoned waiters removed,
  *   default 5000. Housekeeping only: an expired lease is free the moment its deadline passes.
+ * - `POOL_INSTANCE_ID`: this process's name in `pool.pool_instances`, default `<hostname>:<pid>:<random>`.
+ *   Give each replica a stable one (a StatefulSet pod name) and a restarted replica drops the queued
+ *   Acquire calls of its previous incarnation at start instead of waiting for them to lapse.
  * - plus LOG_LEVEL, DATABASE_URL, ACTOR_DATA_DIR (see kit).
  */
 export const poolConfigSchema = z.object({
@@ -19,6 +22,7 @@ export const poolConfigSchema = z.object({
   POOL_DEFAULT_TTL_MS: integerSetting(30_000).pipe(z.number().min(1, 'must be at least 1')),
   POOL_WAIT_POLL_MS: integerSetting(250).pipe(z.number().min(10, 'must be at least 10')),
   POOL_SWEEP_INTERVAL_MS: integerSetting(5_000).pipe(z.number().min(100, 'must be at least 100')),
+  POOL_INSTANCE_ID: optionalSetting(),
 });
 
 export type PoolConfig = z.infer<typeof poolConfigSchema>;

@@ -7,6 +7,8 @@ export interface LeaseAllocatorOptions {
   logger: Logger;
   /** How often this process looks for slots its queued requests may take without a local wake-up (another replica's release, an expiry). */
   pollMs: number;
+  /** This process's row in `pool_instances`: queued requests are registered under it. */
+  instanceId: string | null;
   /** Ends every queued request when the server shuts down. */
   shutdownSignal: AbortSignal;
 }
@@ -61,7 +63,7 @@ export class LeaseAllocator {
 
     const stop = AbortSignal.any([signal, this.options.shutdownSignal]);
     const deadline = Date.now() + spec.waitTimeoutMs;
-    const seq = await repository.enqueueWaiter(spec, this.waiterAliveMs);
+    const seq = await repository.enqueueWaiter(spec, this.waiterAliveMs, this.options.instanceId);
     const waiter: LocalWaiter = { woken: false };
     this.waiting.set(seq, waiter);
     this.startPolling();

@@ -1,3 +1,5 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { openDatabase, startGrpcServer, type Logger } from '@actor/kit';
 import { PoolServiceDefinition } from '@actor/proto/pool';
@@ -12,7 +14,10 @@ export interface StartPoolOptions {
   logger: Logger;
 }
 
-/** Database -> migrations -> gRPC server -> sweep. Used by main.ts and by tests (port 0). */
+/**
+ * Database -> migrations -> start-up cleanup and registration -> gRPC server -> sweep. Used by main.ts
+ * and by tests (port 0).
+ */
 export async function startPool({ config, logger }: StartPoolOptions) {
   const database = await openDatabase({
     service: 'pool',
@@ -23,6 +28,18 @@ export async function startPool({ config, logger }: StartPoolOptions) {
     logger,
   });
   const repository = new PoolRepository(database.db);
+
+  // What a pool process leaves behind when it dies is its queued Acquire calls (leases belong to their
+  // holders and end by their own deadline). Before serving: drop the registration of a previous
+  // process under this same id (it is certainly gone: this one replaces it), then sweep, which ends
+  // expired leases and drops instances whose heartbeat lapsed along with their waiters.
+  const instanceId = config.POOL_INSTANCE_ID ?? `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+  const instanceAliveMs = Math.max(3 * config.POOL_SWEEP_INTERVAL_MS, 5_000);
+  await repository.removeInstance(instanceId);
+  const cleaned = await repository.sweep();
+  logger.info({ instanceId, ...cleaned }, 'start-up cleanup done');
+  await repository.heartbeatInstance(instanceId, instanceAliveMs);
+
   let allocator: LeaseAllocator | undefined;
   const server = await startGrpcServer({
     name: 'pool',
@@ -30,7 +47,13 @@ export async function startPool({ config, logger }: StartPoolOptions) {
     logger,
     serviceNames: [PoolServiceDefinition.fullName],
     register: (grpcServer, shutdownSignal) => {
-      allocator = new LeaseAllocator({ repository, logger, pollMs: config.POOL_WAIT_POLL_MS, shutdownSignal });
+      allocator = new LeaseAllocator({
+        repository,
+        logger,
+        pollMs: config.POOL_WAIT_POLL_MS,
+        instanceId,
+        shutdownSignal,
+      });
       grpcServer.add(
         PoolServiceDefinition,
         createPoolService({ repository, allocator, defaults: { ttlMs: config.POOL_DEFAULT_TTL_MS } }),
@@ -43,9 +66,10 @@ export async function startPool({ config, logger }: StartPoolOptions) {
     if (sweeping) return;
     sweeping = true;
     repository
-      .sweep()
+      .heartbeatInstance(instanceId, instanceAliveMs)
+      .then(() => repository.sweep())
       .then((swept) => {
-        if (swept.expiredLeases > 0 || swept.abandonedWaiters > 0) {
+        if (swept.expiredLeases > 0 || swept.abandonedWaiters > 0 || swept.goneInstances > 0) {
           logger.info(swept, 'swept expired leases and abandoned waiters');
           allocator?.wake();
         }
@@ -59,6 +83,7 @@ export async function startPool({ config, logger }: StartPoolOptions) {
 
   return {
     address: server.address,
+    instanceId,
     server,
     database,
     repository,
@@ -67,6 +92,9 @@ export async function startPool({ config, logger }: StartPoolOptions) {
       await server.shutdown();
       // A sweep in flight must finish before the database closes.
       while (sweeping) await new Promise((resolve) => setTimeout(resolve, 10));
+      await repository
+        .removeInstance(instanceId)
+        .catch((error: unknown) => logger.warn({ err: error }, 'could not deregister; the row lapses on its own'));
       await database.close();
     },
   };

@@ -4,47 +4,29 @@ import { Status } from 'nice-grpc';
 import { createClient, createLogger, sleep } from '@actor/kit';
 import { rejection, testDatabase } from '@actor/kit/testing';
 import { PoolServiceDefinition, type AcquireRequest, type Agent } from '@actor/proto/pool';
-import { loadPoolConfig } from './config.js';
 import { startPool } from './pool-server.js';
+import {
+  acquireFields,
+  agentFields,
+  poolTestConfig,
+  until,
+  type PoolClient,
+  type RunningPool,
+} from './testing/pool-test-support.js';
 
-type RunningPool = Awaited<ReturnType<typeof startPool>>;
-type PoolClient = ReturnType<typeof createClient<typeof PoolServiceDefinition>>;
-
+// The periodic sweep is switched off (one hour) so every test shows the service's answers without
+// any housekeeping having run: expired leases stay unswept in the table.
 function configFor(database: { databaseUrl?: string; dataDir: string }) {
-  return loadPoolConfig({
-    POOL_ADDR: '127.0.0.1:0',
-    DATABASE_URL: database.databaseUrl,
-    ACTOR_DATA_DIR: database.dataDir,
-    POOL_WAIT_POLL_MS: '50',
-  });
+  return poolTestConfig(database, { POOL_SWEEP_INTERVAL_MS: '3600000' });
 }
 
-let nameCounter = 0;
-/** An agent with a name and type no other test uses, so tests sharing the database stay independent. */
-function agentFields(overrides: Partial<Agent> = {}): Partial<Agent> {
-  nameCounter++;
-  return {
-    name: `agent-${nameCounter}`,
-    description: 'test slot',
-    agentType: `test-type-${nameCounter}`,
-    capabilities: ['*'],
-    configurationJson: '{}',
-    enabled: true,
-    concurrency: 1,
-    ...overrides,
-  };
-}
-
-function acquireFields(overrides: Partial<AcquireRequest>): Partial<AcquireRequest> {
-  return { workType: 'task', workId: `tsk_${Math.random().toString(36).slice(2)}`, projectId: 'prj_default', ...overrides };
-}
-
-async function until(condition: () => Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(10);
-  }
+/** The raw row of a lease, as the database holds it. */
+async function leaseRow(pool: RunningPool, leaseId: string) {
+  const result = await pool.database.db.execute(
+    sql`select ended_at, end_reason, expires_at from pool.agent_leases where id = ${leaseId}`,
+  );
+  return (result as unknown as { rows: Array<{ ended_at: Date | null; end_reason: string | null; expires_at: Date }> })
+    .rows[0];
 }
 
 describe('PoolService over gRPC', () => {
@@ -266,26 +248,77 @@ describe('PoolService over gRPC', () => {
       await client.release({ leaseId: first.lease!.id, epoch: first.lease!.epoch });
     });
 
-    it('an expired lease frees its slot, and its holder is refused afterwards', async () => {
+    it('a zombie that froze past its TTL is refused on renew and release; only the new holder counts', async () => {
       const agent = await createAgent();
       const { lease: zombie } = await client.acquire(acquireFields({ agentId: agent.id, ttlMs: 200 }));
       expect(await rejection(client.acquire(acquireFields({ agentId: agent.id })))).toMatchObject({
         status: Status.RESOURCE_EXHAUSTED,
       });
+      // The holder freezes (a GC pause, a stopped VM) past its deadline; the slot is reclaimed and re-leased.
       await sleep(300);
-      expect(await client.isBusy({ agentId: agent.id })).toEqual({ busy: false, activeLeases: 0 });
+      const { lease: successor } = await client.acquire(acquireFields({ agentId: agent.id }));
+      expect(successor!.epoch).toBeGreaterThan(zombie!.epoch);
+
+      // The zombie wakes up and tries to carry on, then to hand in its result by releasing.
       expect(await rejection(client.renew({ leaseId: zombie!.id, epoch: zombie!.epoch }))).toMatchObject({
         status: Status.ABORTED,
         code: 'actor.lease.expired',
       });
-      const { lease: next } = await client.acquire(acquireFields({ agentId: agent.id }));
-      expect(next!.epoch).toBeGreaterThan(zombie!.epoch);
-      expect(await rejection(client.renew({ leaseId: zombie!.id, epoch: zombie!.epoch }))).toMatchObject({
+      expect(await rejection(client.release({ leaseId: zombie!.id, epoch: zombie!.epoch }))).toMatchObject({
+        status: Status.ABORTED,
         code: 'actor.lease.expired',
       });
-      expect(await client.release({ leaseId: zombie!.id, epoch: zombie!.epoch })).toEqual({ released: false });
+      // Its refused calls changed nothing: the successor still holds the slot and hands in its result.
       expect(await client.isBusy({ agentId: agent.id })).toEqual({ busy: true, activeLeases: 1 });
-      await client.release({ leaseId: next!.id, epoch: next!.epoch });
+      expect((await client.listLeases({ agentId: agent.id })).leases.map((lease) => lease.id)).toEqual([successor!.id]);
+      expect(await client.renew({ leaseId: successor!.id, epoch: successor!.epoch })).toMatchObject({
+        lease: { id: successor!.id },
+      });
+      expect(await client.release({ leaseId: successor!.id, epoch: successor!.epoch })).toEqual({ released: true });
+
+      // The record says the same: the zombie's lease ran out at its deadline, the successor's was released.
+      const zombieRow = await leaseRow(pool, zombie!.id);
+      expect(zombieRow).toMatchObject({ end_reason: 'expired' });
+      expect(new Date(zombieRow!.ended_at!).getTime()).toBe(new Date(zombieRow!.expires_at).getTime());
+      expect(await leaseRow(pool, successor!.id)).toMatchObject({ end_reason: 'released' });
+      // And a retried release of the zombie's lease is still refused, not "already released".
+      expect(await rejection(client.release({ leaseId: zombie!.id, epoch: zombie!.epoch }))).toMatchObject({
+        code: 'actor.lease.expired',
+      });
+    });
+
+    it('a holder that lost its lease without anyone taking the slot is refused too', async () => {
+      const agent = await createAgent();
+      const { lease } = await client.acquire(acquireFields({ agentId: agent.id, ttlMs: 150 }));
+      await sleep(250);
+      expect(await rejection(client.release({ leaseId: lease!.id, epoch: lease!.epoch }))).toMatchObject({
+        status: Status.ABORTED,
+        code: 'actor.lease.expired',
+      });
+      expect(await leaseRow(pool, lease!.id)).toMatchObject({ end_reason: 'expired' });
+    });
+
+    it('IsBusy and ListLeases stop counting a lease the moment it expires, before any sweep', async () => {
+      const agent = await createAgent({ concurrency: 2 });
+      const projectId = `prj_truth_${agent.id}`;
+      const { lease: shortLived } = await client.acquire(acquireFields({ agentId: agent.id, projectId, ttlMs: 300 }));
+      const { lease: longLived } = await client.acquire(acquireFields({ agentId: agent.id, projectId, ttlMs: 60_000 }));
+      expect(await client.isBusy({ agentId: agent.id })).toEqual({ busy: true, activeLeases: 2 });
+      expect((await client.listLeases({ projectId })).leases.map((lease) => lease.id)).toEqual([shortLived!.id, longLived!.id]);
+
+      await sleep(400);
+      // Not swept: the row still looks open, yet neither answer counts it.
+      expect((await leaseRow(pool, shortLived!.id))?.ended_at).toBeNull();
+      expect(await client.isBusy({ agentId: agent.id })).toEqual({ busy: true, activeLeases: 1 });
+      expect((await client.listLeases({ projectId })).leases.map((lease) => lease.id)).toEqual([longLived!.id]);
+      expect((await client.listLeases({ agentId: agent.id })).leases.map((lease) => lease.id)).toEqual([longLived!.id]);
+
+      await client.release({ leaseId: longLived!.id, epoch: longLived!.epoch });
+      expect(await client.isBusy({ agentId: agent.id })).toEqual({ busy: false, activeLeases: 0 });
+      expect((await client.listLeases({ projectId })).leases).toEqual([]);
+      // A sweep afterwards only writes down what the answers already said.
+      expect((await pool.repository.sweep()).expiredLeases).toBeGreaterThanOrEqual(1);
+      expect(await leaseRow(pool, shortLived!.id)).toMatchObject({ end_reason: 'expired' });
     });
   });
 

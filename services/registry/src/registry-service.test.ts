@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Status } from 'nice-grpc';
+import { sql } from 'drizzle-orm';
 import { createClient, createLogger } from '@actor/kit';
 import { rejection, testDatabase } from '@actor/kit/testing';
 import { RegistryServiceDefinition, TrustClass } from '@actor/proto/registry';
@@ -87,6 +88,53 @@ describe('RegistryService over gRPC', () => {
     expect(resolved.value).toBe('whsec_abc');
     const missing = await rejection(client.resolveSecret({ projectId: 'prj_default', name: 'nope' }));
     expect(missing.code).toBe('actor.secret.not_found');
+  });
+
+  it('never returns a secret value through any public answer, error or stored row', async () => {
+    const value = 'sk-canary-3f9a1c77e2b04d6e';
+    const seen: string[] = [];
+    const record = (answer: unknown) => seen.push(JSON.stringify(answer));
+    const recordError = async (call: Promise<unknown>) => record(await rejection(call));
+
+    const controller = new AbortController();
+    const changes: unknown[] = [];
+    const watching = (async () => {
+      try {
+        for await (const change of client.watchRegistry({}, { signal: controller.signal })) changes.push(change);
+      } catch {
+        // aborted at the end of the test
+      }
+    })();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+
+    record(await client.putSecret({ projectId: 'prj_default', name: 'byo-key', value }));
+    record(await client.putSecret({ projectId: 'prj_default', name: 'byo-key', value: `${value}-rotated` }));
+    await recordError(client.putSecret({ projectId: 'prj_nope', name: 'byo-key', value }));
+    await recordError(client.putSecret({ projectId: 'prj_default', name: `Bad Name ${value}`.slice(0, 10), value }));
+    await recordError(client.putSecret({ projectId: 'prj_default', name: '', value }));
+    await recordError(client.resolveSecret({ projectId: 'prj_nope', name: 'byo-key' }));
+    record(await client.listAdapters({}));
+    record(await client.getAdapter({ type: adapter.type }));
+    record(await client.checkAdapterHealth({}));
+    record(await client.listRateCardRevisions({ adapterType: adapter.type }));
+    record(await client.authenticateToken({ token: 'dev-token-registry-test' }));
+    await recordError(client.authenticateToken({ token: value }));
+    // A change made after the secret writes, so the stream has certainly delivered whatever they sent.
+    await client.putAdapter({ adapter: { ...adapter, displayName: 'after secrets' } });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    controller.abort();
+    await watching;
+    record(changes);
+
+    expect(seen).toHaveLength(13);
+    for (const answer of seen) expect(answer).not.toContain(value);
+    expect(changes.length).toBeGreaterThan(0);
+
+    // At rest the value is sealed; only the internal ResolveSecret opens it.
+    const stored = (await registry.database.db.execute(sql`select * from registry.secrets`)) as unknown as { rows: unknown[] };
+    expect(stored.rows.length).toBeGreaterThan(0);
+    expect(JSON.stringify(stored.rows)).not.toContain(value);
+    expect((await client.resolveSecret({ projectId: 'prj_default', name: 'byo-key' })).value).toBe(`${value}-rotated`);
   });
 
   it('streams registry changes to watchers', async () => {

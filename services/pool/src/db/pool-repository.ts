@@ -2,7 +2,7 @@ import { and, asc, eq, inArray, sql, type SQL } from 'drizzle-orm';
 import { newId, type Database } from '@actor/kit';
 import type { AgentSpec } from '../domain/agent-spec.js';
 import type { AcquireSpec, LeaseProblem, LeaseWant } from '../domain/lease-request.js';
-import { agentLeases, agentSlots, agents, leaseWaiters, type schema } from './schema.js';
+import { agentLeases, agentSlots, agents, leaseWaiters, poolInstances, type schema } from './schema.js';
 
 export type AgentRow = typeof agents.$inferSelect;
 export type LeaseRow = typeof agentLeases.$inferSelect;
@@ -25,6 +25,14 @@ function violatedConstraint(error: unknown): string | undefined {
     if (candidate.code === '23505') return typeof candidate.constraint === 'string' ? candidate.constraint : '';
   }
   return undefined;
+}
+
+/** Whether a failed statement violated a foreign key (code 23503), looking through drizzle's error wrapper. */
+function violatedForeignKey(error: unknown): boolean {
+  for (let current = error; current instanceof Object; current = (current as { cause?: unknown }).cause) {
+    if ((current as { code?: unknown }).code === '23503') return true;
+  }
+  return false;
 }
 
 /** Milliseconds after the statement's database clock, as a timestamptz expression. */
@@ -60,6 +68,46 @@ const fitOfWaiter = fitOf({ agentId: sql`w.agent_id`, capability: sql`w.capabili
 
 /** Active: not ended and the deadline (database clock) not passed. */
 const leaseIsActive = sql`${agentLeases.endedAt} is null and ${agentLeases.expiresAt} > statement_timestamp()`;
+
+/** A timestamp as `row_to_json` spells it, or null. */
+function dateOrNull(value: unknown): Date | null {
+  return value === null || value === undefined ? null : new Date(String(value));
+}
+
+// The grant returns its rows as JSON (one round trip, whatever the driver); these read them back into
+// the shapes drizzle gives everywhere else.
+function leaseFromJson(json: Record<string, unknown>): LeaseRow {
+  return {
+    id: String(json.id),
+    agentId: String(json.agent_id),
+    slotNo: Number(json.slot_no),
+    epoch: Number(json.epoch),
+    workType: String(json.work_type),
+    workId: String(json.work_id),
+    projectId: String(json.project_id),
+    requestId: json.request_id === null ? null : String(json.request_id),
+    acquiredAt: dateOrNull(json.acquired_at)!,
+    expiresAt: dateOrNull(json.expires_at)!,
+    endedAt: dateOrNull(json.ended_at),
+    endReason: json.end_reason === null ? null : String(json.end_reason),
+  };
+}
+
+function agentFromJson(json: Record<string, unknown>): AgentRow {
+  return {
+    id: String(json.id),
+    name: String(json.name),
+    description: String(json.description),
+    agentType: String(json.agent_type),
+    capabilities: json.capabilities as string[],
+    configuration: json.configuration as Record<string, unknown>,
+    enabled: Boolean(json.enabled),
+    concurrency: Number(json.concurrency),
+    createRequestId: json.create_request_id === null ? null : String(json.create_request_id),
+    createdAt: dateOrNull(json.created_at)!,
+    updatedAt: dateOrNull(json.updated_at)!,
+  };
+}
 
 export type CreateAgentOutcome = { row: AgentRow } | { nameTaken: true };
 export type DeleteAgentOutcome = 'deleted' | 'missing' | 'leased';
@@ -205,7 +253,9 @@ export class PoolRepository {
             where w.alive_until > statement_timestamp()
               and (${waiterSeq}::bigint is null or w.seq < ${waiterSeq}::bigint)
               and ${fitOfWaiter} is not null)
-        order by ${fit}, a.name, s.slot_no
+        -- Slots of one agent are interchangeable: a random one, so that concurrent grants do not all
+        -- race for the lowest free slot and lose to the unique index.
+        order by ${fit}, a.name, random()
         limit 1
         for update of s skip locked),
       granted as (
@@ -214,15 +264,18 @@ export class PoolRepository {
         select ${newId('lse')}, slot.agent_id, slot.slot_no, ${spec.workType}, ${spec.workId}, ${spec.projectId},
                ${spec.requestId || null}, statement_timestamp(), ${fromNow(spec.ttlMs)}
         from slot
-        returning id),
+        returning *),
       dequeued as (
         delete from pool.lease_waiters
         where seq = ${waiterSeq}::bigint and exists (select 1 from granted))
-      select id from granted`;
+      select row_to_json(granted) as lease, row_to_json(a) as agent
+      from granted join pool.agents a on a.id = granted.agent_id`;
     for (let attempt = 0; attempt < 3; attempt++) {
       try {
-        const [granted] = rowsOf<{ id: string }>(await this.db.execute(grant()));
-        return granted ? this.findLease(granted.id) : undefined;
+        const [granted] = rowsOf<{ lease: Record<string, unknown>; agent: Record<string, unknown> }>(
+          await this.db.execute(grant()),
+        );
+        return granted ? { lease: leaseFromJson(granted.lease), agent: agentFromJson(granted.agent) } : undefined;
       } catch (error) {
         const constraint = violatedConstraint(error);
         if (constraint === 'agent_leases_request_id_unique' && spec.requestId) {
@@ -236,15 +289,6 @@ export class PoolRepository {
       }
     }
     return undefined;
-  }
-
-  private async findLease(id: string): Promise<LeaseWithAgent | undefined> {
-    const [row] = await this.db
-      .select({ lease: agentLeases, agent: agents })
-      .from(agentLeases)
-      .innerJoin(agents, eq(agents.id, agentLeases.agentId))
-      .where(eq(agentLeases.id, id));
-    return row;
   }
 
   /** Records every lease past its deadline as ended at that deadline; returns how many. */
@@ -279,8 +323,9 @@ export class PoolRepository {
   }
 
   /**
-   * Ends a lease. `released` is true only when this call ended an active lease; a lease that had
-   * expired is recorded as expired at its deadline and reported as already ended.
+   * Ends a lease. `released` is true when this call ended an active lease and false when its holder
+   * had already released it (a retried release). A lease that expired (swept or not) is recorded as
+   * expired at its deadline and refused as `expired`: its holder lost it.
    */
   async releaseLease(leaseId: string, epoch: number): Promise<{ released: boolean } | { problem: LeaseProblem }> {
     const [ended] = rowsOf<{ end_reason: string }>(
@@ -291,9 +336,11 @@ export class PoolRepository {
         where id = ${leaseId} and epoch = ${epoch}::bigint and ended_at is null
         returning end_reason`),
     );
-    if (ended) return { released: ended.end_reason === 'released' };
+    if (ended) return ended.end_reason === 'released' ? { released: true } : { problem: 'expired' };
     const problem = await this.diagnose(leaseId, epoch);
-    return problem === 'unknown' || problem === 'stale' ? { problem } : { released: false };
+    // Only a lease its holder released is "already released"; one that ran out was lost, and its
+    // holder must learn that its work under it does not count.
+    return problem === 'released' ? { released: false } : { problem };
   }
 
   private async diagnose(leaseId: string, epoch: number): Promise<LeaseProblem> {
@@ -337,19 +384,30 @@ export class PoolRepository {
   // ---- the wait queue
 
   /** Puts a request in the queue; returns its place (grows with arrival order across replicas). */
-  async enqueueWaiter(spec: AcquireSpec, aliveMs: number): Promise<number> {
-    const [row] = await this.db
-      .insert(leaseWaiters)
-      .values({
-        agentId: spec.agentId,
-        capability: spec.capability,
-        agentType: spec.agentType,
-        projectId: spec.projectId,
-        workId: spec.workId,
-        aliveUntil: fromNow(aliveMs),
-      })
-      .returning({ seq: leaseWaiters.seq });
-    return row!.seq;
+  async enqueueWaiter(spec: AcquireSpec, aliveMs: number, instanceId: string | null = null): Promise<number> {
+    const insert = (owner: string | null) =>
+      this.db
+        .insert(leaseWaiters)
+        .values({
+          instanceId: owner,
+          agentId: spec.agentId,
+          capability: spec.capability,
+          agentType: spec.agentType,
+          projectId: spec.projectId,
+          workId: spec.workId,
+          aliveUntil: fromNow(aliveMs),
+        })
+        .returning({ seq: leaseWaiters.seq });
+    try {
+      const [row] = await insert(instanceId);
+      return row!.seq;
+    } catch (error) {
+      // Another replica judged this one gone (its heartbeat lapsed) and removed its registration; the
+      // next heartbeat restores it. Meanwhile the waiter lives by its own alive_until alone.
+      if (!instanceId || !violatedForeignKey(error)) throw error;
+      const [row] = await insert(null);
+      return row!.seq;
+    }
   }
 
   async keepWaitersAlive(seqs: number[], aliveMs: number): Promise<void> {
@@ -398,12 +456,40 @@ export class PoolRepository {
    * Records expired leases as ended at their deadline and drops waiters whose replica stopped
    * refreshing them. Correctness never depends on this: both already count as gone.
    */
-  async sweep(): Promise<{ expiredLeases: number; abandonedWaiters: number }> {
+  async sweep(): Promise<{ expiredLeases: number; abandonedWaiters: number; goneInstances: number }> {
     const expiredLeases = await this.endExpiredLeases();
+    const gone = await this.db
+      .delete(poolInstances)
+      .where(sql`${poolInstances.aliveUntil} <= statement_timestamp()`)
+      .returning({ id: poolInstances.id });
     const abandoned = await this.db
       .delete(leaseWaiters)
       .where(sql`${leaseWaiters.aliveUntil} <= statement_timestamp()`)
       .returning({ seq: leaseWaiters.seq });
-    return { expiredLeases, abandonedWaiters: abandoned.length };
+    return { expiredLeases, abandonedWaiters: abandoned.length, goneInstances: gone.length };
+  }
+
+  // ---- pool instances
+
+  /** Registers this process, or keeps its registration alive for another `aliveMs`. */
+  async heartbeatInstance(instanceId: string, aliveMs: number): Promise<void> {
+    await this.db
+      .insert(poolInstances)
+      .values({ id: instanceId, aliveUntil: fromNow(aliveMs) })
+      .onConflictDoUpdate({ target: poolInstances.id, set: { aliveUntil: fromNow(aliveMs) } });
+  }
+
+  /** Deregisters this process on a clean stop; its queued callers (if any are left) go with it. */
+  async removeInstance(instanceId: string): Promise<void> {
+    await this.db.delete(poolInstances).where(eq(poolInstances.id, instanceId));
+  }
+
+  async liveInstanceIds(): Promise<string[]> {
+    const rows = await this.db
+      .select({ id: poolInstances.id })
+      .from(poolInstances)
+      .where(sql`${poolInstances.aliveUntil} > statement_timestamp()`)
+      .orderBy(asc(poolInstances.id));
+    return rows.map((row) => row.id);
   }
 }

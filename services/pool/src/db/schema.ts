@@ -86,6 +86,19 @@ export const agentLeases = pool.table(
 );
 
 /**
+ * Live pool processes. Each registers at start and refreshes `alive_until` with every sweep; a row whose
+ * `alive_until` has passed belongs to a process that is gone (killed, partitioned), and the next sweep of
+ * any pool instance, including the one that runs at every start-up, deletes it and, by cascade, the
+ * Acquire calls that were queued through it.
+ */
+export const poolInstances = pool.table('pool_instances', {
+  /** `<host>:<pid>:<random>`, so an operator can tell which process a row was. */
+  id: text('id').primaryKey(),
+  startedAt: timestamp('started_at', { withTimezone: true }).notNull().defaultNow(),
+  aliveUntil: timestamp('alive_until', { withTimezone: true }).notNull(),
+});
+
+/**
  * Queued Acquire calls, in arrival order (`seq`). A waiter takes a slot only when no older live waiter
  * could use it. `alive_until` is refreshed while the call waits, so a crashed replica's waiters stop
  * blocking others once it passes.
@@ -97,8 +110,10 @@ export const leaseWaiters = pool.table('lease_waiters', {
   agentType: text('agent_type').notNull().default(''),
   projectId: text('project_id').notNull().default(''),
   workId: text('work_id').notNull().default(''),
+  /** The pool instance the caller queued through; its waiters go when it does. */
+  instanceId: text('instance_id').references(() => poolInstances.id, { onDelete: 'cascade' }),
   aliveUntil: timestamp('alive_until', { withTimezone: true }).notNull(),
   createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
 });
 
-export const schema = { agents, agentSlots, agentLeases, leaseWaiters };
+export const schema = { agents, agentSlots, agentLeases, poolInstances, leaseWaiters };

@@ -211,6 +211,16 @@ export function createBillingService({ repository, rateCards, logger }: BillingS
       return { released };
     },
 
+    async releaseTaskReservations(request) {
+      requireText(request.projectId, 'project_id');
+      requireText(request.taskId, 'task_id');
+      const released = await repository.releaseTask(request.projectId, request.taskId);
+      return {
+        reservationIds: released.map((reservation) => reservation.id),
+        releasedMicroUsd: released.reduce((sum, reservation) => sum + reservation.amountMicroUsd, 0),
+      };
+    },
+
     async getSpend(request) {
       requireText(request.projectId, 'project_id');
       const day = requestedDay(request.day, request.day ? '' : billingDay(await repository.databaseNow()));

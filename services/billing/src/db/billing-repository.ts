@@ -171,6 +171,31 @@ export class BillingRepository {
   }
 
   /**
+   * Frees every held reservation of one task (what a dead run left behind). The rows are locked, so
+   * a concurrent settle or release of one of them either happens first (and it is skipped here) or
+   * finds it released. Returns the reservations freed.
+   */
+  async releaseTask(projectId: string, taskId: string): Promise<ReservationRow[]> {
+    return this.db.transaction(async (transaction) => {
+      const held = await transaction
+        .select()
+        .from(reservations)
+        .where(and(eq(reservations.projectId, projectId), eq(reservations.taskId, taskId), eq(reservations.state, 'held')))
+        .orderBy(asc(reservations.id))
+        .for('update');
+      if (held.length === 0) return [];
+      await transaction
+        .update(reservations)
+        .set({ state: 'released', finishedAt: sql`now()` })
+        .where(inArray(reservations.id, held.map((row) => row.id)));
+      for (const reservation of held) {
+        await this.moveMoney(transaction, reservation, { heldMicroUsd: -reservation.amountMicroUsd, spentMicroUsd: 0 });
+      }
+      return held;
+    });
+  }
+
+  /**
    * Marks up to `limit` held reservations past their deadline (database clock) `expired` and frees
    * their amounts. SKIP LOCKED lets several replicas sweep at once: each takes rows no other sweeper
    * (or settling caller) holds, so no reservation is freed twice. Returns how many were expired.

@@ -2,7 +2,11 @@ import { priceUsage, type Prices, type Usage } from '@actor/kit';
 
 /** Flags a usage sample may carry; each marks something a person should look at. */
 export const usageFlags = {
-  /** The call produced output but the backend reported no tokens and no time: likely a metering gap. */
+  /**
+   * The call produced output but the backend reported no usage: no tokens when the rate card prices
+   * tokens (a stream that ended without its usage report), or no tokens and no time otherwise.
+   * Likely a metering gap: the sample is billed as reported and flagged for a person to look at.
+   */
   zeroUsageWithOutput: 'zero_usage_with_output',
   /** The cost is above what was reserved: the worst-case estimate was wrong. */
   overReservation: 'over_reservation',
@@ -39,10 +43,14 @@ export function settle(input: SettlementInput): Settlement {
     costMicroUsd = input.reportedCostMicroUsd;
     flags.push(usageFlags.reportedCostCharged);
   }
-  const { inputTokens, outputTokens, durationMs } = input.usage;
-  if (input.producedOutput && inputTokens === 0 && outputTokens === 0 && durationMs === 0) {
-    flags.push(usageFlags.zeroUsageWithOutput);
-  }
+  if (input.producedOutput && reportedNoUsage(input.prices, input.usage)) flags.push(usageFlags.zeroUsageWithOutput);
   if (costMicroUsd > input.reservedMicroUsd) flags.push(usageFlags.overReservation);
   return { costMicroUsd, flags };
+}
+
+// The caller measures duration itself, so time proves nothing about a token-priced backend's metering.
+function reportedNoUsage(prices: Prices, usage: Usage): boolean {
+  const noTokens = usage.inputTokens === 0 && usage.outputTokens === 0;
+  const pricesTokens = prices.inputMicroUsdPerMtok > 0 || prices.outputMicroUsdPerMtok > 0;
+  return noTokens && (pricesTokens || usage.durationMs === 0);
 }

@@ -188,6 +188,22 @@ export interface ReleaseReservationResponse {
   released: boolean;
 }
 
+/** ReleaseTaskReservationsRequest names the task whose held reservations are freed. */
+export interface ReleaseTaskReservationsRequest {
+  /** The project the task belongs to. */
+  projectId: string;
+  /** The task whose held reservations are freed. */
+  taskId: string;
+}
+
+/** ReleaseTaskReservationsResponse says what this call freed. */
+export interface ReleaseTaskReservationsResponse {
+  /** The ids of the reservations this call freed (empty when none was held). */
+  reservationIds: string[];
+  /** The amount this call freed, in micro-USD. */
+  releasedMicroUsd: number;
+}
+
 /** UsageRecord is one stored usage sample with its price. */
 export interface UsageRecord {
   /** `use_<ULID>`. */
@@ -1523,6 +1539,192 @@ export const ReleaseReservationResponse: MessageFns<ReleaseReservationResponse> 
   },
 };
 
+function createBaseReleaseTaskReservationsRequest(): ReleaseTaskReservationsRequest {
+  return { projectId: "", taskId: "" };
+}
+
+export const ReleaseTaskReservationsRequest: MessageFns<ReleaseTaskReservationsRequest> = {
+  encode(message: ReleaseTaskReservationsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.projectId !== "") {
+      writer.uint32(10).string(message.projectId);
+    }
+    if (message.taskId !== "") {
+      writer.uint32(18).string(message.taskId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReleaseTaskReservationsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReleaseTaskReservationsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.projectId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.taskId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ReleaseTaskReservationsRequest {
+    return {
+      projectId: isSet(object.projectId)
+        ? globalThis.String(object.projectId)
+        : isSet(object.project_id)
+        ? globalThis.String(object.project_id)
+        : "",
+      taskId: isSet(object.taskId)
+        ? globalThis.String(object.taskId)
+        : isSet(object.task_id)
+        ? globalThis.String(object.task_id)
+        : "",
+    };
+  },
+
+  toJSON(message: ReleaseTaskReservationsRequest): unknown {
+    const obj: any = {};
+    if (message.projectId !== "") {
+      obj.projectId = message.projectId;
+    }
+    if (message.taskId !== "") {
+      obj.taskId = message.taskId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ReleaseTaskReservationsRequest>): ReleaseTaskReservationsRequest {
+    return ReleaseTaskReservationsRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ReleaseTaskReservationsRequest>): ReleaseTaskReservationsRequest {
+    const message = createBaseReleaseTaskReservationsRequest();
+    message.projectId = object.projectId ?? "";
+    message.taskId = object.taskId ?? "";
+    return message;
+  },
+};
+
+function createBaseReleaseTaskReservationsResponse(): ReleaseTaskReservationsResponse {
+  return { reservationIds: [], releasedMicroUsd: 0 };
+}
+
+export const ReleaseTaskReservationsResponse: MessageFns<ReleaseTaskReservationsResponse> = {
+  encode(message: ReleaseTaskReservationsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.reservationIds) {
+      writer.uint32(10).string(v!);
+    }
+    if (message.releasedMicroUsd !== 0) {
+      writer.uint32(16).int64(message.releasedMicroUsd);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReleaseTaskReservationsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReleaseTaskReservationsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.reservationIds.push(reader.string());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.releasedMicroUsd = longToNumber(reader.int64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ReleaseTaskReservationsResponse {
+    return {
+      reservationIds: globalThis.Array.isArray(object?.reservationIds)
+        ? object.reservationIds.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.reservation_ids)
+        ? object.reservation_ids.map((e: any) => globalThis.String(e))
+        : [],
+      releasedMicroUsd: isSet(object.releasedMicroUsd)
+        ? globalThis.Number(object.releasedMicroUsd)
+        : isSet(object.released_micro_usd)
+        ? globalThis.Number(object.released_micro_usd)
+        : 0,
+    };
+  },
+
+  toJSON(message: ReleaseTaskReservationsResponse): unknown {
+    const obj: any = {};
+    if (message.reservationIds?.length) {
+      obj.reservationIds = message.reservationIds;
+    }
+    if (message.releasedMicroUsd !== 0) {
+      obj.releasedMicroUsd = Math.round(message.releasedMicroUsd);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ReleaseTaskReservationsResponse>): ReleaseTaskReservationsResponse {
+    return ReleaseTaskReservationsResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ReleaseTaskReservationsResponse>): ReleaseTaskReservationsResponse {
+    const message = createBaseReleaseTaskReservationsResponse();
+    message.reservationIds = object.reservationIds?.map((e) => e) || [];
+    message.releasedMicroUsd = object.releasedMicroUsd ?? 0;
+    return message;
+  },
+};
+
 function createBaseUsageRecord(): UsageRecord {
   return {
     id: "",
@@ -2327,6 +2529,20 @@ export const BillingServiceDefinition = {
       responseStream: false,
       options: { idempotencyLevel: "IDEMPOTENT" },
     },
+    /**
+     * ReleaseTaskReservations frees every reservation of one task that is still held, such as those
+     * a run of the task left behind when its process died, so that a resumed run's budget does not
+     * count them. Settled, released and expired reservations are left as they are. Idempotent: a
+     * repeated call frees nothing more. INVALID_ARGUMENT when project_id or task_id is empty.
+     */
+    releaseTaskReservations: {
+      name: "ReleaseTaskReservations",
+      requestType: ReleaseTaskReservationsRequest as typeof ReleaseTaskReservationsRequest,
+      requestStream: false,
+      responseType: ReleaseTaskReservationsResponse as typeof ReleaseTaskReservationsResponse,
+      responseStream: false,
+      options: { idempotencyLevel: "IDEMPOTENT" },
+    },
     /** GetSpend returns a project's spend and holds for one UTC day. */
     getSpend: {
       name: "GetSpend",
@@ -2368,6 +2584,16 @@ export interface BillingServiceImplementation<CallContextExt = {}> {
     request: ReleaseReservationRequest,
     context: CallContext & CallContextExt,
   ): Promise<DeepPartial<ReleaseReservationResponse>>;
+  /**
+   * ReleaseTaskReservations frees every reservation of one task that is still held, such as those
+   * a run of the task left behind when its process died, so that a resumed run's budget does not
+   * count them. Settled, released and expired reservations are left as they are. Idempotent: a
+   * repeated call frees nothing more. INVALID_ARGUMENT when project_id or task_id is empty.
+   */
+  releaseTaskReservations(
+    request: ReleaseTaskReservationsRequest,
+    context: CallContext & CallContextExt,
+  ): Promise<DeepPartial<ReleaseTaskReservationsResponse>>;
   /** GetSpend returns a project's spend and holds for one UTC day. */
   getSpend(request: GetSpendRequest, context: CallContext & CallContextExt): Promise<DeepPartial<GetSpendResponse>>;
   /** ListUsage returns usage samples of a project, optionally of one task. */
@@ -2394,6 +2620,16 @@ export interface BillingServiceClient<CallOptionsExt = {}> {
     request: DeepPartial<ReleaseReservationRequest>,
     options?: CallOptions & CallOptionsExt,
   ): Promise<ReleaseReservationResponse>;
+  /**
+   * ReleaseTaskReservations frees every reservation of one task that is still held, such as those
+   * a run of the task left behind when its process died, so that a resumed run's budget does not
+   * count them. Settled, released and expired reservations are left as they are. Idempotent: a
+   * repeated call frees nothing more. INVALID_ARGUMENT when project_id or task_id is empty.
+   */
+  releaseTaskReservations(
+    request: DeepPartial<ReleaseTaskReservationsRequest>,
+    options?: CallOptions & CallOptionsExt,
+  ): Promise<ReleaseTaskReservationsResponse>;
   /** GetSpend returns a project's spend and holds for one UTC day. */
   getSpend(request: DeepPartial<GetSpendRequest>, options?: CallOptions & CallOptionsExt): Promise<GetSpendResponse>;
   /** ListUsage returns usage samples of a project, optionally of one task. */

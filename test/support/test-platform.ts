@@ -8,6 +8,8 @@ export interface TestPlatform {
   url: string;
   token: string;
   platform: RunningPlatform;
+  /** `host:port` of each service's gRPC server, for tests that check a service's own state. */
+  addresses: { registry: string; pool: string; placement: string; execution: string; billing: string };
   /** Output lines of every process, for failure diagnostics. */
   logs: string[];
   stop(): Promise<void>;
@@ -55,6 +57,13 @@ export async function startTestPlatform(extraEnv: Record<string, string> = {}): 
     url,
     token,
     platform,
+    addresses: {
+      registry: env.REGISTRY_ADDR,
+      pool: env.POOL_ADDR,
+      placement: env.PLACEMENT_ADDR,
+      execution: env.EXECUTION_ADDR,
+      billing: env.BILLING_ADDR,
+    },
     logs,
     async stop() {
       await platform.stop();

@@ -27,6 +27,8 @@ function usdSetting(defaultUsd: string) {
  * - `EXECUTION_CLAIM_TTL_MS`: a task claim lapses this long after its last renewal (then another
  *   replica resumes the task), default 30000.
  * - `EXECUTION_POLL_INTERVAL_MS`: idle workers look for tasks this often, default 500.
+ * - `EXECUTION_CANCEL_POLL_MS`: while tasks run, their cancel flags are read this often, so a cancel
+ *   sent to any replica stops the adapter within about this long, default 250.
  * - `EXECUTION_MAX_RUNS`: interrupted runs before a task fails, default 5.
  * - `ACTOR_MAX_ATTEMPTS`: attempts per task (first run, escalations, failovers), default 3.
  * - `ACTOR_DEFAULT_PER_TASK_USD`: per-task budget when a task names none, default 0.50.
@@ -49,6 +51,7 @@ export const executionConfigSchema = z.object({
   EXECUTION_WORKERS: integerSetting(8),
   EXECUTION_CLAIM_TTL_MS: integerSetting(30_000),
   EXECUTION_POLL_INTERVAL_MS: integerSetting(500),
+  EXECUTION_CANCEL_POLL_MS: integerSetting(250),
   EXECUTION_MAX_RUNS: integerSetting(5),
   ACTOR_MAX_ATTEMPTS: integerSetting(3),
   ACTOR_DEFAULT_PER_TASK_USD: usdSetting('0.50'),

@@ -47,18 +47,24 @@ export async function startExecution({ config, logger, adapterEnv = process.env 
   const billingClient = createClient(BillingServiceDefinition, config.BILLING_ADDR);
   const billing = new GrpcBillingPort(billingClient);
   const agents = new AdapterAgentsPort(createAgentFor);
+  const pool = new GrpcPoolPort(poolClient);
   const worker = new TaskWorker({
     repository,
     hub,
     placement: new GrpcPlacementPort(placementClient, poolClient),
     billing,
-    pool: new GrpcPoolPort(poolClient),
+    pool,
     agents,
+    leftovers: {
+      releaseTaskReservations: (projectId, taskId) => billing.releaseTaskReservations(projectId, taskId),
+      releaseWorkLeases: (projectId, workId) => pool.releaseWorkLeases(projectId, workId),
+    },
     logger,
     workerId: `${hostname()}:${process.pid}:${newId('tok').slice(4)}`,
     concurrency: config.EXECUTION_WORKERS,
     claimTtlMs: config.EXECUTION_CLAIM_TTL_MS,
     pollIntervalMs: config.EXECUTION_POLL_INTERVAL_MS,
+    cancelPollMs: config.EXECUTION_CANCEL_POLL_MS,
     maxRuns: config.EXECUTION_MAX_RUNS,
     engine: { maxAttempts: config.ACTOR_MAX_ATTEMPTS },
   });
@@ -75,6 +81,7 @@ export async function startExecution({ config, logger, adapterEnv = process.env 
           hub,
           worker,
           pool: poolClient,
+          registry,
           billing,
           agents,
           defaults: {

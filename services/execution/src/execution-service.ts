@@ -1,8 +1,9 @@
-import type { CallContext } from 'nice-grpc';
-import { fail, newId, remoteError, type ActorClient, type Logger } from '@actor/kit';
-import type { AgentsPort, BillingPort } from '@actor/engine';
+import { Status, type CallContext } from 'nice-grpc';
+import { estimateTokens, fail, newId, remoteError, worstCaseCost, type ActorClient, type Logger } from '@actor/kit';
+import { PortRefusal, type AgentResult, type AgentsPort, type BillingPort } from '@actor/engine';
 import type { ExecutionServiceImplementation } from '@actor/proto/execution';
 import type { PoolServiceDefinition } from '@actor/proto/pool';
+import type { RegistryServiceDefinition } from '@actor/proto/registry';
 import type { TaskRepository, TaskState } from './db/task-repository.js';
 import { validateTaskInput, type TaskDefaults } from './domain/task-input.js';
 import { encodeEvent, encodeTask, stateFromProto } from './task-encoding.js';
@@ -14,6 +15,8 @@ export interface ExecutionServiceDependencies {
   hub: TaskEventHub;
   worker: TaskWorker;
   pool: ActorClient<typeof PoolServiceDefinition>;
+  /** Reads the adapter's limits and rate card for Execute's worst case. */
+  registry: ActorClient<typeof RegistryServiceDefinition>;
   billing: BillingPort;
   agents: AgentsPort;
   defaults: TaskDefaults;
@@ -23,6 +26,8 @@ export interface ExecutionServiceDependencies {
   /** How often a watcher re-reads the database for events written by other replicas. */
   watchPollMs: number;
 }
+
+const defaultExecuteTimeoutMs = 120_000;
 
 /** The ExecutionService: decode, validate, store or read, encode. The pipeline runs in the worker. */
 export function createExecutionService(deps: ExecutionServiceDependencies): ExecutionServiceImplementation {
@@ -97,8 +102,8 @@ export function createExecutionService(deps: ExecutionServiceDependencies): Exec
       );
       if (!task) throw fail.notFound(`no task "${request.taskId}" in this project`, 'actor.task.not_found');
       if (events.length > 0) hub.publish(task.id);
-      // A task running in this process stops now; one running elsewhere sees the flag at its next
-      // claim renewal (within a third of the claim TTL).
+      // A task running in this process stops now; one running on another replica sees the flag at
+      // that replica's next cancel poll (EXECUTION_CANCEL_POLL_MS).
       worker.abort(task.id);
       return { task: await taskWithDetails(task.id, request.projectId) };
     },
@@ -133,29 +138,64 @@ export function createExecutionService(deps: ExecutionServiceDependencies): Exec
         }
       }
       const executionId = newId('att');
-      // Direct calls are billed like any work: held first (no limit of their own), then settled.
-      const reservation = await deps.billing.reserve({
-        requestId: `${request.requestId || executionId}:execute`,
-        projectId: request.projectId,
-        taskId: `direct:${request.requestId || executionId}`,
-        attemptId: executionId,
-        amountMicroUsd: 0,
-        perTaskLimitMicroUsd: 0,
-        perDayLimitMicroUsd: 0,
-      });
+      const adapter = await deps.registry.getAdapter({ type: request.backend }).then(
+        (answer) => answer.adapter,
+        (error: unknown) => {
+          if (remoteError(error)?.status === Status.NOT_FOUND) return undefined;
+          throw error;
+        },
+      );
+      if (!adapter) throw fail.invalid(`backend "${request.backend}" is not registered`, 'actor.no_capable_backend');
+      const rateCard = adapter.rateCard;
+      if (!rateCard) throw fail.precondition(`backend "${request.backend}" has no rate card`, 'actor.no_capable_backend');
+      // The caller's time limit and the adapter's declared one: the stricter wins.
+      const declaredTimeoutMs = adapter.limits?.timeoutMs || defaultExecuteTimeoutMs;
+      const timeoutMs = Math.min(request.timeoutMs > 0 ? request.timeoutMs : defaultExecuteTimeoutMs, declaredTimeoutMs);
+      // Direct calls are billed like any work: the worst case (the declared output limit, the prompt,
+      // the whole time limit) is held against the project's day first, then the real usage settled.
+      const worstCaseMicroUsd = worstCaseCost(
+        rateCard,
+        { maxOutputTokens: adapter.limits?.maxOutputTokens ?? 0, timeoutMs },
+        estimateTokens(`${request.systemPrompt}${request.prompt}${request.jsonSchema}`),
+      );
+      const reference = request.requestId || executionId;
+      let reservation: Awaited<ReturnType<BillingPort['reserve']>>;
+      try {
+        reservation = await deps.billing.reserve({
+          requestId: `${request.projectId}:${reference}:execute`,
+          projectId: request.projectId,
+          taskId: `direct:${reference}`,
+          attemptId: executionId,
+          amountMicroUsd: worstCaseMicroUsd,
+          perTaskLimitMicroUsd: 0,
+          perDayLimitMicroUsd: deps.defaults.perDayMicroUsd,
+        });
+      } catch (error) {
+        if (error instanceof PortRefusal) throw fail.budgetExceeded(error.message);
+        throw error;
+      }
       const agentRequest = {
         prompt: request.prompt,
         systemPrompt: request.systemPrompt || undefined,
-        timeoutMs: request.timeoutMs || 120_000,
+        timeoutMs,
+        maxBudgetMicroUsd: worstCaseMicroUsd,
         executionId,
       };
-      const result = jsonSchema
-        ? await deps.agents.executeWithSchema(request.backend, agentRequest, jsonSchema, context.signal)
-        : await deps.agents.execute(request.backend, agentRequest, context.signal, () => undefined);
+      let result: AgentResult;
+      try {
+        result = jsonSchema
+          ? await deps.agents.executeWithSchema(request.backend, agentRequest, jsonSchema, context.signal)
+          : await deps.agents.execute(request.backend, agentRequest, context.signal, () => undefined);
+      } catch (error) {
+        // Nothing ran to completion that could be priced: the hold goes back whole.
+        await deps.billing.release(reservation.reservationId).catch(() => undefined);
+        if (error instanceof PortRefusal) throw fail.invalid(error.message, 'actor.no_capable_backend');
+        throw error;
+      }
       const { costMicroUsd } = await deps.billing.settle({
         reservationId: reservation.reservationId,
         backend: request.backend,
-        rateCardRevision: 0,
+        rateCardRevision: rateCard.revision,
         usage: {
           inputTokens: result.inputTokens,
           outputTokens: result.outputTokens,

@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, gt, inArray, lt, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, gt, inArray, isNotNull, lt, sql } from 'drizzle-orm';
 import type { Database } from '@actor/kit';
 import { attempts, explanationEntries, schema, taskEvents, tasks } from './schema.js';
 
@@ -160,6 +160,16 @@ export class TaskRepository {
     return row ? { cancelRequested: row.cancelRequestedAt !== null } : undefined;
   }
 
+  /** Of the given tasks, those whose cancel was requested (one indexed read, polled by workers). */
+  async cancelRequested(taskIds: string[]): Promise<string[]> {
+    if (taskIds.length === 0) return [];
+    const rows = await this.db
+      .select({ id: tasks.id })
+      .from(tasks)
+      .where(and(inArray(tasks.id, taskIds), isNotNull(tasks.cancelRequestedAt)));
+    return rows.map((row) => row.id);
+  }
+
   /** Moves a claimed task to running or verifying, with its event. */
   async setState(taskId: string, state: 'running' | 'verifying'): Promise<EventRow> {
     return this.db.transaction(async (tx) => {
@@ -247,6 +257,16 @@ export class TaskRepository {
     void taskId;
     await this.db.insert(attempts).values(row).onConflictDoUpdate({ target: attempts.id, set: rest });
     void id;
+  }
+
+  /** Ends the attempts a dead run left running or verifying as `errored`; returns their numbers. */
+  async interruptAttempts(taskId: string, reason: string): Promise<number[]> {
+    const rows = await this.db
+      .update(attempts)
+      .set({ state: 'errored', error: reason, finishedAt: new Date() })
+      .where(and(eq(attempts.taskId, taskId), inArray(attempts.state, ['running', 'verifying'])))
+      .returning({ number: attempts.number });
+    return rows.map((row) => row.number).sort((left, right) => left - right);
   }
 
   async attemptCount(taskId: string): Promise<number> {

@@ -42,6 +42,12 @@ export class GrpcBillingPort implements BillingPort {
     await this.billing.releaseReservation({ reservationId });
   }
 
+  /** Frees what a dead run of the task still holds; the amount freed, in micro-USD, and how many. */
+  async releaseTaskReservations(projectId: string, taskId: string): Promise<{ count: number; amountMicroUsd: number }> {
+    const released = await this.billing.releaseTaskReservations({ projectId, taskId });
+    return { count: released.reservationIds.length, amountMicroUsd: released.releasedMicroUsd };
+  }
+
   async spend(projectId: string, taskId: string): Promise<{ taskMicroUsd: number; dayMicroUsd: number }> {
     const [day, usage] = await Promise.all([
       this.billing.getSpend({ projectId, day: utcDay() }),

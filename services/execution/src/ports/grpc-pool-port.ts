@@ -58,6 +58,21 @@ export class GrpcPoolPort implements PoolPort {
     this.renewals.delete(lease.leaseId);
     await this.pool.release({ leaseId: lease.leaseId, epoch: lease.epoch });
   }
+
+  /**
+   * Ends the leases the pool still holds for one work item (a task and its judges), such as those of
+   * a run whose process died: without this they would hold their slots until their TTL lapses.
+   */
+  async releaseWorkLeases(projectId: string, workId: string): Promise<number> {
+    const { leases } = await this.pool.listLeases({ projectId });
+    let released = 0;
+    for (const lease of leases) {
+      if (lease.workId !== workId || this.renewals.has(lease.id)) continue;
+      const answer = await this.pool.release({ leaseId: lease.id, epoch: lease.epoch });
+      if (answer.released) released += 1;
+    }
+    return released;
+  }
 }
 
 function parseConfiguration(json: string): Record<string, unknown> {

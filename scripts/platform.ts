@@ -46,17 +46,21 @@ export interface RunningPlatform {
 
 /**
  * Starts every service and the gateway as separate OS processes running their own `main.ts` through
- * tsx, exactly as `npm run start -w services/<name>` would. Used by `npm start` and the e2e tests.
+ * tsx, as `npm run start -w services/<name>` would. Used by `npm start` and the e2e tests.
  */
 export function launchPlatform(options: LaunchOptions): RunningPlatform {
   const processes = new Map<PlatformProcess, ChildProcess>();
   const stopping = new Set<PlatformProcess>();
 
   const startOne = (name: PlatformProcess) => {
-    const child = spawn(process.execPath, [join(root, 'node_modules', 'tsx', 'dist', 'cli.mjs'), entryPoint(name)], {
+    // `node --import tsx` keeps each service ONE process (the tsx CLI would add a wrapper parent), so
+    // SIGTERM reaches the service's own drain and SIGKILL really kills it. `detached` gives each its own
+    // process group: Ctrl-C reaches only the launcher, which then stops the services in order, once.
+    const child = spawn(process.execPath, ['--import', 'tsx', entryPoint(name)], {
       cwd: root,
       env: { ...process.env, ...options.env } as NodeJS.ProcessEnv,
       stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
     });
     for (const stream of [child.stdout, child.stderr]) {
       let buffered = '';

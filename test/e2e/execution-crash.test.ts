@@ -3,7 +3,6 @@ import { createClient, sleep } from '@actor/kit';
 import { BillingServiceDefinition } from '@actor/proto/billing';
 import { PoolServiceDefinition } from '@actor/proto/pool';
 import { RegistryServiceDefinition } from '@actor/proto/registry';
-import { killProcessTree } from '../support/kill-process-tree.js';
 import { readEvents, type ReceivedEvent } from '../support/sse-client.js';
 import { waitUntilReady } from '../../scripts/platform.js';
 import { startTestPlatform, type TestPlatform } from '../support/test-platform.js';
@@ -64,7 +63,7 @@ describe('the execution process killed mid-task', () => {
       (await pool.listLeases({ projectId })).leases.filter((lease) => lease.workId === task.id);
     expect(await leasesOfTask()).toHaveLength(1);
 
-    await killProcessTree(platform.platform, 'execution');
+    await platform.platform.kill('execution', 'SIGKILL');
     // Nobody gives the dead run's holds back while execution is down (billing would only expire them
     // after ten minutes, the pool lease after a minute).
     expect((await billing.getSpend({ projectId })).reservedMicroUsd).toBeGreaterThan(0);

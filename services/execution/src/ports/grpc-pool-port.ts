@@ -56,7 +56,7 @@ export class GrpcPoolPort implements PoolPort {
   async release(lease: Lease): Promise<void> {
     clearInterval(this.renewals.get(lease.leaseId));
     this.renewals.delete(lease.leaseId);
-    await this.pool.release({ leaseId: lease.leaseId, epoch: lease.epoch });
+    await releaseOrRefuse(this.pool, lease.leaseId, lease.epoch);
   }
 
   /**
@@ -68,10 +68,32 @@ export class GrpcPoolPort implements PoolPort {
     let released = 0;
     for (const lease of leases) {
       if (lease.workId !== workId || this.renewals.has(lease.id)) continue;
-      const answer = await this.pool.release({ leaseId: lease.id, epoch: lease.epoch });
-      if (answer.released) released += 1;
+      try {
+        if (await releaseOrRefuse(this.pool, lease.id, lease.epoch)) released += 1;
+      } catch (error) {
+        // Listed, then expired or taken over before we got to it: it holds no slot any more.
+        if (!(error instanceof PortRefusal)) throw error;
+      }
     }
     return released;
+  }
+}
+
+/**
+ * Releases a lease. The pool answers ABORTED when the lease expired or a newer holder has the slot:
+ * that is a refusal the engine expects (nothing is left to give back), not a failure of the run.
+ */
+async function releaseOrRefuse(
+  pool: ActorClient<typeof PoolServiceDefinition>,
+  leaseId: string,
+  epoch: number,
+): Promise<boolean> {
+  try {
+    return (await pool.release({ leaseId, epoch })).released;
+  } catch (error) {
+    const remote = remoteError(error);
+    if (remote?.status === Status.ABORTED) throw new PortRefusal(remote.code ?? 'actor.lease.stale', remote.message);
+    throw error;
   }
 }
 

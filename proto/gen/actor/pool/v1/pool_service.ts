@@ -187,7 +187,7 @@ export interface ReleaseRequest {
 
 /** ReleaseResponse says whether this call ended the lease. */
 export interface ReleaseResponse {
-  /** True when this call ended an active lease; false when it had already ended. */
+  /** True when this call ended an active lease; false when its holder had already released it. */
   released: boolean;
 }
 
@@ -2444,8 +2444,9 @@ export const PoolServiceDefinition = {
       options: { idempotencyLevel: "IDEMPOTENT" },
     },
     /**
-     * Release ends a lease. Idempotent: releasing an ended lease succeeds with `released` false.
-     * ABORTED when the epoch is stale.
+     * Release ends a lease. Idempotent for its holder: releasing a lease it already released succeeds
+     * with `released` false. ABORTED with `actor.lease.stale` when the epoch is stale or the lease
+     * unknown, and with `actor.lease.expired` when the lease lapsed (its slot may be someone else's now).
      */
     release: {
       name: "Release",
@@ -2510,8 +2511,9 @@ export interface PoolServiceImplementation<CallContextExt = {}> {
   /** Renew extends a lease. ABORTED when the epoch is stale or the lease already ended. */
   renew(request: RenewRequest, context: CallContext & CallContextExt): Promise<DeepPartial<RenewResponse>>;
   /**
-   * Release ends a lease. Idempotent: releasing an ended lease succeeds with `released` false.
-   * ABORTED when the epoch is stale.
+   * Release ends a lease. Idempotent for its holder: releasing a lease it already released succeeds
+   * with `released` false. ABORTED with `actor.lease.stale` when the epoch is stale or the lease
+   * unknown, and with `actor.lease.expired` when the lease lapsed (its slot may be someone else's now).
    */
   release(request: ReleaseRequest, context: CallContext & CallContextExt): Promise<DeepPartial<ReleaseResponse>>;
   /** IsBusy says whether an agent holds any active lease. */
@@ -2557,8 +2559,9 @@ export interface PoolServiceClient<CallOptionsExt = {}> {
   /** Renew extends a lease. ABORTED when the epoch is stale or the lease already ended. */
   renew(request: DeepPartial<RenewRequest>, options?: CallOptions & CallOptionsExt): Promise<RenewResponse>;
   /**
-   * Release ends a lease. Idempotent: releasing an ended lease succeeds with `released` false.
-   * ABORTED when the epoch is stale.
+   * Release ends a lease. Idempotent for its holder: releasing a lease it already released succeeds
+   * with `released` false. ABORTED with `actor.lease.stale` when the epoch is stale or the lease
+   * unknown, and with `actor.lease.expired` when the lease lapsed (its slot may be someone else's now).
    */
   release(request: DeepPartial<ReleaseRequest>, options?: CallOptions & CallOptionsExt): Promise<ReleaseResponse>;
   /** IsBusy says whether an agent holds any active lease. */

@@ -60,7 +60,10 @@ export async function openDatabase<Schema extends Record<string, unknown>>(
   };
   if (options.databaseUrl) {
     const pool = new pg.Pool({ connectionString: options.databaseUrl, max: options.maxConnections ?? 10 });
-    pool.on('error', (error) => options.logger?.warn({ err: error }, 'idle postgres client error'));
+    // Only the message and code: a pg error carries its whole client object, which would flood the log.
+    pool.on('error', (error: Error & { code?: string }) =>
+      options.logger?.warn({ code: error.code, message: error.message }, 'idle postgres client error'),
+    );
     const db = drizzlePostgres(pool, { schema: options.schema });
     const client = await pool.connect();
     try {

@@ -14,6 +14,7 @@ import {
   type Lease,
   type Placement,
   type PlaceRequest,
+  type PreparedWorkspace,
   type Reservation,
   type TaskErrorCode,
 } from './ports.js';
@@ -48,6 +49,8 @@ interface AttemptFailure {
   demo: boolean;
   how: 'rejected' | 'errored';
   detail: string;
+  /** For a rejection by the task's own check rather than the judge: what rejected it. */
+  rejectedBy?: string;
 }
 
 type JudgeRun = { ok: true; verdict: JudgeVerdict } | { ok: false; error: string };
@@ -218,6 +221,29 @@ class TaskRun {
     if (isOutcome(reserved)) return reserved;
     const { work: workReservation, judge: judgeReservation } = reserved;
 
+    let workspace: PreparedWorkspace | undefined;
+    if (this.usesWorkspace()) {
+      const prepared = await this.prepareWorkspace(number, attemptId, worker);
+      if (isOutcome(prepared)) return prepared;
+      workspace = prepared;
+    }
+    try {
+      return await this.work(number, attemptId, worker, judge, workReservation, judgeReservation, workspace);
+    } finally {
+      if (workspace) await this.disposeWorkspace(number, workspace);
+    }
+  }
+
+  /** The attempt once placed and reserved: lease, execute, the task's own checks, the judge. */
+  private async work(
+    number: number,
+    attemptId: string,
+    worker: Placement,
+    judge: Placement | undefined,
+    workReservation: Reservation,
+    judgeReservation: Reservation | undefined,
+    workspace: PreparedWorkspace | undefined,
+  ): Promise<EngineOutcome | undefined> {
     const record: AttemptRecord = {
       id: attemptId,
       number,
@@ -256,7 +282,7 @@ class TaskRun {
     });
     await this.writeAttempt(record);
 
-    const result = await this.execute(number, record, worker, lease, workReservation);
+    const result = await this.execute(number, record, worker, lease, workReservation, workspace);
     const workCostMicroUsd = record.costMicroUsd;
 
     if (!result.success) {
@@ -269,7 +295,24 @@ class TaskRun {
       return undefined;
     }
 
+    let taskChecks: string[] = [];
+    if (workspace) {
+      const checked = await this.runTestCommand(number, record, worker, workspace, result, judgeReservation, workCostMicroUsd);
+      if (!checked) return undefined;
+      taskChecks = checked;
+    }
+
     if (!judge || !judgeReservation) {
+      if (workspace) {
+        record.verdict = {
+          pass: true,
+          reasons: ["the task's test command passed"],
+          judgeBackend: '',
+          judgeModelFamily: '',
+          scores: {},
+          checks: taskChecks,
+        };
+      }
       record.state = 'passed';
       await this.writeAttempt(record);
       await this.report(number, 'work', worker, result, false, workCostMicroUsd);
@@ -282,9 +325,11 @@ class TaskRun {
       return this.succeed(number, worker, result.output, false);
     }
 
-    await this.ports.trace.state('verifying');
-    record.state = 'verifying';
-    await this.writeAttempt(record);
+    if (!workspace) {
+      await this.ports.trace.state('verifying');
+      record.state = 'verifying';
+      await this.writeAttempt(record);
+    }
     const judged = await this.verify(number, record, worker, judge, judgeReservation, result, workCostMicroUsd);
     if (isOutcome(judged)) return judged;
     const { verdict, judge: finalJudge } = judged;
@@ -295,7 +340,7 @@ class TaskRun {
       judgeBackend: finalJudge.backend,
       judgeModelFamily: finalJudge.modelFamily,
       scores: verdict.scores,
-      checks: ['judge'],
+      checks: [...taskChecks, 'judge'],
     };
     record.state = verdict.pass ? 'passed' : 'rejected';
     await this.writeAttempt(record);
@@ -303,9 +348,10 @@ class TaskRun {
     const scores = Object.entries(verdict.scores)
       .map(([name, value]) => `${name} ${value.toFixed(2)}`)
       .join(', ');
-    const untested = this.task.verify.testCommand
-      ? ' The task\'s test command was not run: this engine has no workspace to run it in.'
-      : '';
+    const untested =
+      this.task.verify.testCommand && !workspace
+        ? ' The task\'s test command was not run: this engine has no workspace to run it in.'
+        : '';
     await this.explain({
       step: 'verify',
       attempt: number,
@@ -318,6 +364,12 @@ class TaskRun {
     if (verdict.pass) return this.succeed(number, worker, result.output, true);
 
     this.failures.push({ attempt: number, backend: worker.backend, demo: worker.demo, how: 'rejected', detail: verdict.reasons.join(' ') });
+    await this.escalate(number, worker);
+    return undefined;
+  }
+
+  /** After a rejected answer: later attempts must be stronger than its backend. */
+  private async escalate(number: number, worker: Placement): Promise<void> {
     this.escalateFrom = worker.backend;
     const next =
       number < this.maxAttempts
@@ -329,6 +381,117 @@ class TaskRun {
       backend: worker.backend,
       message: `Attempt ${number}: the answer of ${namedPlacement(worker)} was rejected, so ${next}`,
     });
+  }
+
+  /** Whether attempts get their own working copy: the task has a test command and a workspace port is there. */
+  private usesWorkspace(): boolean {
+    return Boolean(this.task.verify.testCommand && this.ports.workspace);
+  }
+
+  private async prepareWorkspace(number: number, attemptId: string, worker: Placement): Promise<PreparedWorkspace | EngineOutcome> {
+    let workspace: PreparedWorkspace;
+    try {
+      workspace = await this.ports.workspace!.prepare(this.task, attemptId);
+    } catch (error) {
+      if (!isRefusal(error) || this.signal.aborted) throw error;
+      return this.fail(
+        'actor.verification.unavailable',
+        `The working copy for attempt ${number} on ${namedPlacement(worker)} could not be prepared, so the task's test command cannot run there (${clause(error.message)}). ${this.nothingRun(number)}`,
+      );
+    }
+    await this.explain({
+      step: 'execute',
+      attempt: number,
+      backend: worker.backend,
+      message: `Attempt ${number}: prepared an isolated working copy at ${workspace.path} for ${namedPlacement(worker)} to work in.`,
+      detail: { workspace: workspace.path, repo: this.task.workspace?.repo, ref: this.task.workspace?.ref },
+    });
+    return workspace;
+  }
+
+  /** Always runs after an attempt that had a working copy; a copy left behind must not end the task. */
+  private async disposeWorkspace(number: number, workspace: PreparedWorkspace): Promise<void> {
+    try {
+      await this.ports.workspace!.dispose(workspace);
+    } catch (error) {
+      await this.explain({
+        step: 'execute',
+        attempt: number,
+        message: `Attempt ${number}: the working copy at ${workspace.path} could not be removed (${clause(error instanceof Error ? error.message : String(error))}).`,
+      }).catch(() => undefined);
+    }
+  }
+
+  /**
+   * Collects the attempt's change and runs the task's test command in its working copy, before any
+   * judge. Resolves with the check lines for the verdict when the command passed; undefined when it
+   * failed, after rejecting the attempt (escalating as a judge rejection does) without running the judge.
+   */
+  private async runTestCommand(
+    number: number,
+    record: AttemptRecord,
+    worker: Placement,
+    workspace: PreparedWorkspace,
+    work: AgentResult,
+    judgeReservation: Reservation | undefined,
+    workCostMicroUsd: number,
+  ): Promise<string[] | undefined> {
+    const command = this.task.verify.testCommand!;
+    const port = this.ports.workspace!;
+    await this.ports.trace.state('verifying');
+    record.state = 'verifying';
+    await this.writeAttempt(record);
+    const change = await port.diff(workspace);
+    this.checkCancel();
+    const check = await port.runCheck(workspace, command, this.signal);
+    this.checkCancel();
+
+    const files = change.changedFiles.length > 0 ? change.changedFiles.join(', ') : 'none';
+    const how = check.passed
+      ? 'passed'
+      : check.timedOut
+        ? 'failed: it ran out of time and was stopped'
+        : `failed with exit code ${check.exitCode ?? 'none (stopped by a signal)'}`;
+    const checks = [`test command \`${command}\` ${how}`, `changed files: ${files}`];
+    const detail = {
+      testCommand: command,
+      passed: check.passed,
+      exitCode: check.exitCode,
+      timedOut: check.timedOut,
+      outputTail: check.outputTail,
+      changedFiles: change.changedFiles,
+      diff: change.diff,
+    };
+    await this.explain({
+      step: 'verify',
+      attempt: number,
+      backend: worker.backend,
+      message: `Attempt ${number}: the task's test command \`${command}\` ${how} in the working copy of ${namedPlacement(worker)}; changed files: ${files}.${check.passed ? '' : ' The judge is not run for an answer that fails its own test.'}`,
+      detail,
+    });
+    if (check.passed) return checks;
+
+    record.verdict = {
+      pass: false,
+      reasons: [`the test command \`${command}\` ${how}`],
+      judgeBackend: '',
+      judgeModelFamily: '',
+      scores: {},
+      checks,
+    };
+    record.state = 'rejected';
+    await this.writeAttempt(record);
+    if (judgeReservation) await this.releaseReservation(judgeReservation);
+    await this.report(number, 'work', worker, work, false, workCostMicroUsd);
+    this.failures.push({
+      attempt: number,
+      backend: worker.backend,
+      demo: worker.demo,
+      how: 'rejected',
+      detail: record.verdict.reasons.join(' '),
+      rejectedBy: `the test command \`${command}\` (${how})`,
+    });
+    await this.escalate(number, worker);
     return undefined;
   }
 
@@ -559,6 +722,7 @@ class TaskRun {
     worker: Placement,
     lease: Lease,
     reservation: Reservation,
+    workspace: PreparedWorkspace | undefined,
   ): Promise<AgentResult> {
     let streamed = false;
     let outputError: unknown;
@@ -579,6 +743,7 @@ class TaskRun {
       maxBudgetMicroUsd: reservation.amountMicroUsd,
       executionId: record.id,
       configuration: lease.configuration,
+      ...(workspace ? { workingDirectory: workspace.path } : {}),
     };
 
     let result: AgentResult;
@@ -857,7 +1022,7 @@ class TaskRun {
     return this.failures
       .map(
         (failure) =>
-          `attempt ${failure.attempt} on ${named(failure.backend, failure.demo)} ${failure.how === 'rejected' ? 'was rejected by the judge' : `failed (${failure.detail})`}`,
+          `attempt ${failure.attempt} on ${named(failure.backend, failure.demo)} ${failure.how === 'rejected' ? `was rejected by ${failure.rejectedBy ?? 'the judge'}` : `failed (${failure.detail})`}`,
       )
       .join('; ');
   }

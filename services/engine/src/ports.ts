@@ -49,6 +49,8 @@ export interface EngineTask {
   /** Media types of attachments (an `image/*` one makes the task need vision). */
   attachmentMediaTypes: string[];
   verify: { judge: boolean; testCommand?: string };
+  /** Where a code task works: a repository and the ref to start from (what `repo` means is the workspace port's). */
+  workspace?: { repo: string; ref: string };
 }
 
 export interface Classification {
@@ -245,6 +247,42 @@ export interface MemoryPort {
   recall(projectId: string, input: string): Promise<string[]>;
 }
 
+/** An isolated working copy made for one attempt. */
+export interface PreparedWorkspace {
+  /** The directory the backend works in (handed to the adapter as `workingDirectory`). */
+  path: string;
+  /** The attempt it was made for. */
+  attemptId: string;
+}
+
+export interface CheckResult {
+  passed: boolean;
+  /** The exit code; null when the command was stopped by a signal (timeout, cancel). */
+  exitCode: number | null;
+  /** The end of the command's combined stdout and stderr. */
+  outputTail: string;
+  timedOut: boolean;
+}
+
+export interface WorkspaceDiff {
+  /** The change against the starting ref (possibly shortened). */
+  diff: string;
+  changedFiles: string[];
+}
+
+/**
+ * The workspace of a task with its own checks: every attempt works in a fresh copy, whose change is
+ * collected and where the task's test command must pass. `prepare` throws PortRefusal when the
+ * task's workspace cannot be made (the repository or ref is gone).
+ */
+export interface WorkspacePort {
+  prepare(task: EngineTask, attemptId: string): Promise<PreparedWorkspace>;
+  /** Runs `command` in the copy; stopped when `signal` aborts. Never throws for a failing command. */
+  runCheck(workspace: PreparedWorkspace, command: string, signal: AbortSignal): Promise<CheckResult>;
+  diff(workspace: PreparedWorkspace): Promise<WorkspaceDiff>;
+  dispose(workspace: PreparedWorkspace): Promise<void>;
+}
+
 export interface EnginePorts {
   placement: PlacementPort;
   billing: BillingPort;
@@ -252,6 +290,8 @@ export interface EnginePorts {
   agents: AgentsPort;
   trace: TracePort;
   memory?: MemoryPort;
+  /** Without it a task's test command is not run (the explanation says so). */
+  workspace?: WorkspacePort;
   /** Makes ids (`att_...`); injected so the engine needs no id library. */
   newAttemptId(): string;
 }

@@ -15,6 +15,7 @@ import { createExecutionService } from './execution-service.js';
 import { AdapterAgentsPort } from './ports/adapter-agents-port.js';
 import { GrpcBillingPort } from './ports/grpc-billing-port.js';
 import { GrpcPlacementPort } from './ports/grpc-placement-port.js';
+import { GitWorkspacePort } from './ports/git-workspace-port.js';
 import { GrpcPoolPort } from './ports/grpc-pool-port.js';
 import { TaskEventHub } from './task-event-hub.js';
 import { TaskWorker } from './worker/task-worker.js';
@@ -48,6 +49,7 @@ export async function startExecution({ config, logger, adapterEnv = process.env 
   const billing = new GrpcBillingPort(billingClient);
   const agents = new AdapterAgentsPort(createAgentFor);
   const pool = new GrpcPoolPort(poolClient);
+  const workspace = new GitWorkspacePort();
   const worker = new TaskWorker({
     repository,
     hub,
@@ -55,6 +57,7 @@ export async function startExecution({ config, logger, adapterEnv = process.env 
     billing,
     pool,
     agents,
+    workspace,
     leftovers: {
       releaseTaskReservations: (projectId, taskId) => billing.releaseTaskReservations(projectId, taskId),
       releaseWorkLeases: (projectId, workId) => pool.releaseWorkLeases(projectId, workId),
@@ -84,6 +87,7 @@ export async function startExecution({ config, logger, adapterEnv = process.env 
           registry,
           billing,
           agents,
+          workspace,
           defaults: {
             perTaskMicroUsd: config.ACTOR_DEFAULT_PER_TASK_USD,
             perDayMicroUsd: config.ACTOR_DEFAULT_PER_DAY_USD,

@@ -8,6 +8,7 @@ import type { TaskRepository, TaskState } from './db/task-repository.js';
 import { validateTaskInput, type TaskDefaults } from './domain/task-input.js';
 import { encodeEvent, encodeTask, stateFromProto } from './task-encoding.js';
 import type { TaskEventHub } from './task-event-hub.js';
+import type { GitWorkspacePort } from './ports/git-workspace-port.js';
 import type { TaskWorker } from './worker/task-worker.js';
 
 export interface ExecutionServiceDependencies {
@@ -19,6 +20,8 @@ export interface ExecutionServiceDependencies {
   registry: ActorClient<typeof RegistryServiceDefinition>;
   billing: BillingPort;
   agents: AgentsPort;
+  /** Checks a task's workspace (a local git work tree and a ref that resolves). */
+  workspace: Pick<GitWorkspacePort, 'problem'>;
   defaults: TaskDefaults;
   logger: Logger;
   /** Ends open WatchTask streams at shutdown. */
@@ -42,6 +45,10 @@ export function createExecutionService(deps: ExecutionServiceDependencies): Exec
   return {
     async createTask(request) {
       const valid = validateTaskInput(request, deps.defaults);
+      if (request.workspace?.repo) {
+        const problem = await deps.workspace.problem(request.workspace.repo, request.workspace.ref);
+        if (problem) throw fail.invalid(problem);
+      }
       if (request.agentId) {
         const known = await deps.pool.getAgent({ id: request.agentId }).catch((error: unknown) => {
           if (remoteError(error)?.code === 'actor.not_found' || remoteError(error)?.status === 5) return undefined;

@@ -5,7 +5,9 @@ import {
   type AgentsPort,
   type AttemptRecord,
   type BillingPort,
+  type CheckResult,
   type Classification,
+  type EngineTask,
   type EnginePorts,
   type ExplanationEntry,
   type Lease,
@@ -15,10 +17,13 @@ import {
   type Placement,
   type PlacementPort,
   type PoolPort,
+  type PreparedWorkspace,
   type Reservation,
   type TaskClass,
   type TracePort,
   type UsageSample,
+  type WorkspaceDiff,
+  type WorkspacePort,
 } from '../ports.js';
 
 /**
@@ -607,6 +612,70 @@ export class InMemoryMemory implements MemoryPort {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Workspace
+
+/** Decides a test command's result from the files of a working copy. */
+export type InMemoryCheck = (files: ReadonlyMap<string, string>, command: string) => { passed: boolean; output: string };
+
+/**
+ * Working copies as maps of file name to content, each starting from the same files. Scripted agents
+ * change a copy with `write(workingDirectory, ...)`; `check` decides the test command's result.
+ */
+export class InMemoryWorkspace implements WorkspacePort {
+  readonly prepared: string[] = [];
+  readonly disposed: string[] = [];
+  readonly checksRun: Array<{ path: string; command: string }> = [];
+  private readonly copies = new Map<string, Map<string, string>>();
+
+  constructor(
+    private readonly files: Record<string, string>,
+    private readonly check: InMemoryCheck,
+  ) {}
+
+  async prepare(task: EngineTask, attemptId: string): Promise<PreparedWorkspace> {
+    const path = `/workspaces/${task.id}/${attemptId}`;
+    this.copies.set(path, new Map(Object.entries(this.files)));
+    this.prepared.push(path);
+    return { path, attemptId };
+  }
+
+  write(path: string | undefined, file: string, content: string): void {
+    const copy = path === undefined ? undefined : this.copies.get(path);
+    if (!copy) throw new Error(`no working copy at ${path}`);
+    copy.set(file, content);
+  }
+
+  async runCheck(workspace: PreparedWorkspace, command: string, signal: AbortSignal): Promise<CheckResult> {
+    this.checksRun.push({ path: workspace.path, command });
+    if (signal.aborted) return { passed: false, exitCode: null, outputTail: '', timedOut: false };
+    const { passed, output } = this.check(this.copy(workspace), command);
+    return { passed, exitCode: passed ? 0 : 1, outputTail: output, timedOut: false };
+  }
+
+  async diff(workspace: PreparedWorkspace): Promise<WorkspaceDiff> {
+    const copy = this.copy(workspace);
+    const changedFiles = [...copy.keys()].filter((file) => this.files[file] !== copy.get(file)).sort();
+    return { diff: changedFiles.map((file) => `${file} | changed`).join('\n'), changedFiles };
+  }
+
+  async dispose(workspace: PreparedWorkspace): Promise<void> {
+    this.copies.delete(workspace.path);
+    this.disposed.push(workspace.path);
+  }
+
+  /** Copies not disposed yet. */
+  open(): string[] {
+    return [...this.copies.keys()];
+  }
+
+  private copy(workspace: PreparedWorkspace): Map<string, string> {
+    const copy = this.copies.get(workspace.path);
+    if (!copy) throw new Error(`no working copy at ${workspace.path}`);
+    return copy;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // All together
 
 export interface InMemoryPortsOptions {
@@ -617,6 +686,7 @@ export interface InMemoryPortsOptions {
   rates?: Record<string, RateCard>;
   memory?: Record<string, string[]>;
   placement?: InMemoryPlacementOptions;
+  workspace?: InMemoryWorkspace;
 }
 
 export interface InMemoryPorts {
@@ -626,6 +696,7 @@ export interface InMemoryPorts {
   pool: InMemoryPool;
   agents: ScriptedAgents;
   trace: InMemoryTrace;
+  workspace?: InMemoryWorkspace;
 }
 
 /** A complete set of in-memory ports, each also returned for inspection. */
@@ -646,10 +717,11 @@ export function createInMemoryPorts(options: InMemoryPortsOptions): InMemoryPort
     agents,
     trace,
     memory: options.memory ? new InMemoryMemory(options.memory) : undefined,
+    workspace: options.workspace,
     newAttemptId: () => {
       attempts += 1;
       return `att_${attempts}`;
     },
   };
-  return { ports, placement, billing, pool, agents, trace };
+  return { ports, placement, billing, pool, agents, trace, workspace: options.workspace };
 }

@@ -8,6 +8,7 @@ import {
   type Mode,
   type PlacementPort,
   type PoolPort,
+  type WorkspacePort,
 } from '@actor/engine';
 import { newId, sleep, type Logger } from '@actor/kit';
 import type { TaskRepository, TaskRow } from '../db/task-repository.js';
@@ -31,6 +32,8 @@ export interface TaskWorkerOptions {
   billing: BillingPort;
   pool: PoolPort;
   agents: AgentsPort;
+  /** Working copies for tasks that name a workspace and a test command. */
+  workspace?: WorkspacePort;
   leftovers: RunLeftovers;
   logger: Logger;
   /** Identifies this worker's claims; unique per process. */
@@ -198,6 +201,8 @@ export class TaskWorker {
           billing: this.options.billing,
           pool: this.options.pool,
           agents: this.options.agents,
+          // Only a task that names a workspace gets working copies; one with a test command alone is judged as before.
+          workspace: task.workspace ? this.options.workspace : undefined,
           trace: new TaskTracePort(repository, hub, task.id, attemptOffset),
           newAttemptId: () => newId('att'),
         },
@@ -308,5 +313,6 @@ function toEngineTask(task: TaskRow): EngineTask {
     capabilities: task.capabilities,
     attachmentMediaTypes: task.attachments.map((attachment) => attachment.mediaType),
     verify: task.verify,
+    workspace: (task.workspace as { repo: string; ref: string } | null) ?? undefined,
   };
 }

@@ -52,12 +52,14 @@ export class LeaseAllocator {
 
   async acquire(spec: AcquireSpec, signal: AbortSignal): Promise<LeaseWithAgent> {
     const { repository } = this.options;
+    // A retried request id needs no look-up first: granting inserts the request id, whose unique
+    // index sends a retry to the lease it already got. Only a retry that finds no free slot must look.
+    const granted = await repository.tryAcquire(spec, null);
+    if (granted) return granted;
     if (spec.requestId) {
       const earlier = await repository.findLeaseByRequestId(spec.requestId);
       if (earlier) return earlier;
     }
-    const granted = await repository.tryAcquire(spec, null);
-    if (granted) return granted;
     await this.assertCanEverMatch(spec);
     if (!spec.wait) throw this.busyError(spec);
 

@@ -248,6 +248,19 @@ describe('PoolService over gRPC', () => {
       await client.release({ leaseId: first.lease!.id, epoch: first.lease!.epoch });
     });
 
+    it('a retried acquire returns its lease when the agent is full, and after the lease was released', async () => {
+      const agent = await createAgent({ concurrency: 1 });
+      const request = acquireFields({ agentId: agent.id, requestId: `full-${agent.id}` });
+      const first = await client.acquire(request);
+      const whileFull = await client.acquire(request);
+      expect(whileFull.lease).toEqual(first.lease);
+      await client.release({ leaseId: first.lease!.id, epoch: first.lease!.epoch });
+      // The slot is free again: the retry must still not take a second lease.
+      const afterRelease = await client.acquire(request);
+      expect(afterRelease.lease).toMatchObject({ id: first.lease!.id, epoch: first.lease!.epoch });
+      expect(await client.isBusy({ agentId: agent.id })).toMatchObject({ activeLeases: 0 });
+    });
+
     it('a zombie that froze past its TTL is refused on renew and release; only the new holder counts', async () => {
       const agent = await createAgent();
       const { lease: zombie } = await client.acquire(acquireFields({ agentId: agent.id, ttlMs: 200 }));

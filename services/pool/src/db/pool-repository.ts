@@ -1,4 +1,5 @@
 import { and, asc, eq, inArray, sql, type SQL } from 'drizzle-orm';
+import { PgDialect } from 'drizzle-orm/pg-core';
 import { newId, type Database } from '@actor/kit';
 import type { AgentSpec } from '../domain/agent-spec.js';
 import type { AcquireSpec, LeaseProblem, LeaseWant } from '../domain/lease-request.js';
@@ -17,6 +18,22 @@ type Transaction = Parameters<Parameters<Database<typeof schema>['transaction']>
 function rowsOf<Row>(result: unknown): Row[] {
   return (result as { rows: Row[] }).rows;
 }
+
+/** The part of a node-postgres pool used to run named prepared statements. */
+interface NamedStatementClient {
+  query(config: { name: string; text: string; values: unknown[] }): Promise<{ rows: unknown[] }>;
+}
+
+/** The node-postgres pool under a drizzle database, or undefined for PGlite. */
+function namedStatementClient(db: Database<typeof schema>): NamedStatementClient | undefined {
+  const client = (db as unknown as { $client?: unknown }).$client;
+  // pg.Pool counts its connections; PGlite has no such thing (and no named statements to reuse).
+  return client instanceof Object && 'totalCount' in client && 'idleCount' in client
+    ? (client as unknown as NamedStatementClient)
+    : undefined;
+}
+
+const dialect = new PgDialect();
 
 /** The unique constraint a failed statement violated, looking through drizzle's error wrapper. */
 function violatedConstraint(error: unknown): string | undefined {
@@ -116,7 +133,23 @@ class AgentHoldsLeases extends Error {}
 
 /** Every SQL statement of the pool. */
 export class PoolRepository {
-  constructor(private readonly db: Database<typeof schema>) {}
+  private readonly namedStatements: NamedStatementClient | undefined;
+
+  constructor(private readonly db: Database<typeof schema>) {
+    this.namedStatements = namedStatementClient(db);
+  }
+
+  /**
+   * Runs a statement of the hot path (Acquire, Release). On Postgres it is a named prepared statement,
+   * so each connection parses it once and, after a few runs, reuses one plan instead of planning
+   * every call; `name` must always be given the same statement shape (only parameter values vary).
+   * PGlite runs it as it runs everything else.
+   */
+  private async runNamed<Row>(name: string, query: SQL): Promise<Row[]> {
+    if (!this.namedStatements) return rowsOf<Row>(await this.db.execute(query));
+    const { sql: text, params } = dialect.sqlToQuery(query);
+    return (await this.namedStatements.query({ name, text, values: params })).rows as Row[];
+  }
 
   // ---- agents
 
@@ -272,8 +305,9 @@ export class PoolRepository {
       from granted join pool.agents a on a.id = granted.agent_id`;
     for (let attempt = 0; attempt < 3; attempt++) {
       try {
-        const [granted] = rowsOf<{ lease: Record<string, unknown>; agent: Record<string, unknown> }>(
-          await this.db.execute(grant()),
+        const [granted] = await this.runNamed<{ lease: Record<string, unknown>; agent: Record<string, unknown> }>(
+          'pool_grant_lease',
+          grant(),
         );
         return granted ? { lease: leaseFromJson(granted.lease), agent: agentFromJson(granted.agent) } : undefined;
       } catch (error) {
@@ -328,13 +362,14 @@ export class PoolRepository {
    * expired at its deadline and refused as `expired`: its holder lost it.
    */
   async releaseLease(leaseId: string, epoch: number): Promise<{ released: boolean } | { problem: LeaseProblem }> {
-    const [ended] = rowsOf<{ end_reason: string }>(
-      await this.db.execute(sql`
+    const [ended] = await this.runNamed<{ end_reason: string }>(
+      'pool_release_lease',
+      sql`
         update pool.agent_leases
         set ended_at = least(statement_timestamp(), expires_at),
             end_reason = case when expires_at > statement_timestamp() then 'released' else 'expired' end
-        where id = ${leaseId} and epoch = ${epoch}::bigint and ended_at is null
-        returning end_reason`),
+        where id = ${leaseId}::text and epoch = ${epoch}::bigint and ended_at is null
+        returning end_reason`,
     );
     if (ended) return ended.end_reason === 'released' ? { released: true } : { problem: 'expired' };
     const problem = await this.diagnose(leaseId, epoch);

@@ -150,6 +150,12 @@ export interface Policy {
   place(ask: PlacementAsk): Backend | undefined;
   /** The outcome of an attempt (ReportOutcome). */
   report(task: SimulatedTask, backend: string, result: AttemptResult, now: Date): void;
+  /**
+   * Incumbent changes so far, over every (project, task class, mode): a stored incumbent replaced by
+   * another backend (a challenger taking over or a failover), not counting each class's first
+   * incumbent. Undefined for policies that keep no incumbent.
+   */
+  readonly incumbentChanges?: number;
 }
 
 /**
@@ -158,6 +164,7 @@ export interface Policy {
  */
 export class ModePolicy implements Policy {
   readonly name: string;
+  incumbentChanges = 0;
   private readonly signals = new Map<string, Map<string, SignalState>>();
   private readonly incumbents = new Map<string, { backend: string; challenge?: Challenge }>();
 
@@ -190,7 +197,11 @@ export class ModePolicy implements Policy {
       hysteresisWindowMs: this.scenario.hysteresisWindowMs,
     });
     // Stored as the service stores them, a refused placement included.
-    if (result.newIncumbent) this.incumbents.set(ask.task.taskClass, { backend: result.newIncumbent });
+    if (result.newIncumbent) {
+      const previous = this.incumbents.get(ask.task.taskClass)?.backend;
+      if (previous !== undefined && previous !== result.newIncumbent) this.incumbentChanges++;
+      this.incumbents.set(ask.task.taskClass, { backend: result.newIncumbent });
+    }
     else if (incumbent && result.challenge !== undefined) incumbent.challenge = result.challenge ?? undefined;
     if (!result.winner) return undefined;
     if (result.winner.circuitState === 'half-open') {
@@ -264,7 +275,9 @@ export function baselines(world: SimulatedWorld): Policy[] {
     }),
     new BaselinePolicy('random', scenario, (eligible) => random.pick(eligible)),
     // Knows this task's hidden draws: the cheapest backend whose answer would be right and accepted,
-    // else one whose answer would be accepted, else the strongest that is up. A bound, not a policy.
+    // else one whose answer would be accepted, else the strongest that is up. A bound on correctness,
+    // not a policy, and not a bound on cost per verified success: it refuses the cheap wrong answers a
+    // verifier would accept, which count as verified successes for every other policy.
     new BaselinePolicy('oracle', scenario, (eligible, ask) => {
       const outcomes = eligible.map((backend) => ({ backend, result: world.attempt(ask.task, backend) }));
       const byCost = (items: typeof outcomes) => [...items].sort((left, right) => left.result.costMicroUsd - right.result.costMicroUsd)[0]?.backend;
@@ -290,8 +303,16 @@ export interface PolicyReport {
   attempts: number;
   escalations: number;
   failovers: number;
-  /** Consecutive tasks of a class whose first attempt went to a different backend. */
-  flips: number;
+  /**
+   * Incumbent changes per (project, task class, mode), summed over the classes (see
+   * Policy.incumbentChanges); undefined for baselines, which keep no incumbent.
+   */
+  flips?: number;
+  /**
+   * Consecutive tasks of a class whose first attempt went to a different backend: flips, plus
+   * stand-ins while an incumbent is suspect and trials of a challenger, and every change of a baseline.
+   */
+  moves: number;
   /** First attempts placed on a backend that was down. */
   downFirst: number;
   /** First attempts on a down backend right after the previous task of the class met the same outage there. */
@@ -313,7 +334,7 @@ export function simulate(world: SimulatedWorld, policy: Policy): PolicyReport {
     attempts: 0,
     escalations: 0,
     failovers: 0,
-    flips: 0,
+    moves: 0,
     downFirst: 0,
     downRepeats: 0,
     firstPlacements: new Map(),
@@ -353,7 +374,7 @@ export function simulate(world: SimulatedWorld, policy: Policy): PolicyReport {
       if (number === 1) {
         const down = world.isDown(backend.type, task.index);
         const previous = lastFirst.get(task.taskClass);
-        if (previous && previous.backend !== backend.type) report.flips++;
+        if (previous && previous.backend !== backend.type) report.moves++;
         if (down) report.downFirst++;
         if (down && previous?.down && previous.backend === backend.type) report.downRepeats++;
         lastFirst.set(task.taskClass, { backend: backend.type, down });
@@ -382,5 +403,6 @@ export function simulate(world: SimulatedWorld, policy: Policy): PolicyReport {
     latencies.push(elapsedMs);
   }
   report.latencyP50Ms = percentile(latencies, 0.5);
+  report.flips = policy.incumbentChanges;
   return report;
 }

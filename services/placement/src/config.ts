@@ -22,8 +22,10 @@ function ratioSetting(defaultValue: number) {
  *   replace the incumbent backend of a project x task class x mode; default 0.1.
  * - `PLACEMENT_HYSTERESIS_WINDOW_MS`: how long, in ms, a challenger must keep beating the incumbent by
  *   the margin (at every placement in between) before it replaces it; 0 = at the first placement it
- *   does; default 0 (the routing simulator, bench/routing, shows what a window costs and saves). A
- *   failover (the incumbent erring, tried, its circuit open) and a half-open probe never wait.
+ *   does; default 0 (the routing simulator, bench/routing, shows what a window costs and saves). It
+ *   must also have 5 observed outcomes (trial placements until then). A failover (the incumbent's
+ *   circuit open, or a stand-in while it erred less than a cooldown ago) and a half-open probe never
+ *   wait. See the README for the whole rule.
  * - `PLACEMENT_ADAPTER_CACHE_MS`: how long the adapter list read from the registry is reused, in ms
  *   (registry changes also invalidate it at once through WatchRegistry); default 2000.
  * - plus LOG_LEVEL, DATABASE_URL, ACTOR_DATA_DIR (see kit).

@@ -145,7 +145,7 @@ describe('PlacementService over gRPC, with a real registry', () => {
       { backend: 'demo:gamma-unpriced', reasonCode: 'not_ready', reason: 'no rate card: it cannot be priced' },
     ]);
     expect(decision.explanation).toMatch(
-      /^demo:alpha-mini \(demo backend\) won under cheapest: lowest expected cost per verified success, \$[\d.]+ \(\$[\d.]+ a call at 55% estimated success\); 1 backend excluded \(demo:gamma-unpriced: not_ready\)\.$/,
+      /^demo:alpha-mini \(demo backend\) won under cheapest: lowest expected cost per verified success counting escalations, \$[\d.]+ \(\$[\d.]+ a call at 55% estimated success\); 1 backend excluded \(demo:gamma-unpriced: not_ready\)\.$/,
     );
     expect(decision.hysteresis).toBe('no incumbent yet: demo:alpha-mini becomes the incumbent');
     expect(decision.createTime).toBeInstanceOf(Date);
@@ -294,6 +294,28 @@ describe('PlacementService over gRPC, with a real registry', () => {
     const closed = await report('demo:alpha-mini', 'action', { success: true });
     expect(closed.signal).toMatchObject({ circuitState: 'closed', consecutiveFailures: 0 });
     expect((await place()).winner).toMatchObject({ backend: 'demo:alpha-mini', circuitState: 'closed' });
+  });
+
+  it('one error of the incumbent sends the next task to a stand-in, and the incumbent stays incumbent', async () => {
+    const base = request({ mode: Mode.MODE_CHEAPEST, taskClass: 'research' });
+    let sequence = 0;
+    const place = async (extra: Partial<PlaceRequest> = {}) =>
+      (await client.place({ ...base, ...extra, requestId: `stand-in-${(sequence += 1)}` })).decision!;
+    expect((await place()).hysteresis).toBe('no incumbent yet: demo:alpha-mini becomes the incumbent');
+    await report('demo:alpha-mini', 'research', { success: false });
+    // The task that met the error fails over at once, without moving the incumbent.
+    const retry = await place({ excludeBackends: ['demo:alpha-mini'] });
+    expect(retry.winner?.backend).not.toBe('demo:alpha-mini');
+    expect(retry.hysteresis).toMatch(/^failover: incumbent demo:alpha-mini was already tried by this task; .+ stands in, incumbent unchanged$/);
+    // So does the next task, while the error is less than a cooldown old.
+    const next = await place();
+    expect(next.winner?.backend).toBe(retry.winner?.backend);
+    expect(next.hysteresis).toMatch(/^failover: incumbent demo:alpha-mini failed \d+ s ago and is inside its failure backoff; .+ stands in, incumbent unchanged$/);
+    // After the cooldown, the incumbent (never replaced) takes its tasks again.
+    await sleep(COOLDOWN_MS + 200);
+    const back = await place();
+    expect(back.winner?.backend).toBe('demo:alpha-mini');
+    expect(back.hysteresis).toBe('incumbent demo:alpha-mini kept: it ranks first');
   });
 
   it('returns the stored decision for a retried request id and from GetDecision', async () => {

@@ -1,5 +1,5 @@
 import { formatUsd } from '@actor/kit';
-import type { HysteresisVerdict } from './hysteresis.js';
+import { MIN_CHALLENGER_SAMPLES, type HysteresisVerdict } from './hysteresis.js';
 import type { Candidate, Exclusion, PlacementRequest } from './placement-model.js';
 
 const EXCLUSIONS_NAMED = 4;
@@ -24,7 +24,11 @@ function why(request: PlacementRequest, winner: Candidate): string {
   const cost = formatUsd(winner.expectedCostMicroUsd);
   switch (request.mode) {
     case 'cheapest':
-      return `lowest expected cost per verified success, ${formatUsd(Math.round(winner.expectedCostMicroUsd / Math.max(winner.successEstimate, 1e-6)))} (${cost} a call at ${percent(winner.successEstimate)} estimated success)`;
+    {
+      const perSuccess = winner.signals.find((signal) => signal.name === 'cost_per_verified_success_micro_usd')?.value
+        ?? winner.expectedCostMicroUsd / Math.max(winner.successEstimate, 1e-6);
+      return `lowest expected cost per verified success counting escalations, ${formatUsd(Math.round(perSuccess))} (${cost} a call at ${percent(winner.successEstimate)} estimated success)`;
+    }
     case 'fastest':
       return `lowest expected latency (${seconds(winner.expectedLatencyMs)})`;
     case 'best':
@@ -70,6 +74,10 @@ export function explainDecision(input: ExplanationInput): string {
     notes.push(`No backend of another model family was left, so the judge shares the worker's family (${input.sameFamilyFallback})`);
   } else if (request.avoidModelFamily) {
     notes.push(`The judge's family (${winner.modelFamily}) differs from the worker's (${request.avoidModelFamily})`);
+  }
+  if (input.hysteresis.trial) {
+    const { challenger, samples } = input.hysteresis.trial;
+    notes.push(`Trial of ${challenger} (${samples} of ${MIN_CHALLENGER_SAMPLES} outcomes) before it may take over; the incumbent stays`);
   }
   if (winner.circuitState === 'half-open') notes.push('Its circuit is half-open: this call is the probe');
   return notes.length > 0 ? `${first} ${notes.join('; ')}.` : first;

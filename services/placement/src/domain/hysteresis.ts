@@ -1,11 +1,16 @@
 import type { Candidate, Exclusion, ReasonCode } from './placement-model.js';
 
 /**
- * Exclusions that say the incumbent itself is unfit right now (it erred and was tried, its circuit
- * is open, it is no longer ready): the incumbent is replaced at once. Other exclusions (budget,
- * capability, slots...) are about this one task and leave the incumbent in place for the next.
+ * Exclusions that say the incumbent itself is unfit for a while (its circuit is open, it is no longer
+ * ready): the incumbent is replaced at once. `excluded` (this task already tried it: it erred or its
+ * answer was rejected) only makes this task fail over to a stand-in; whether the incumbent stays is
+ * then up to its circuit and its failure backoff (see `recentFailures`), so one transient error does
+ * not move the incumbent. Other exclusions (budget, capability, slots...) are about this one task too.
  */
-const failoverReasons: ReadonlySet<ReasonCode> = new Set(['excluded', 'health', 'not_ready']);
+const failoverReasons: ReadonlySet<ReasonCode> = new Set(['health', 'not_ready']);
+
+/** Observed work outcomes a challenger needs for the task class before it may displace an incumbent. */
+export const MIN_CHALLENGER_SAMPLES = 5;
 
 export interface HysteresisInput {
   /** Candidates, best first. */
@@ -28,11 +33,18 @@ export interface HysteresisInput {
   /** Why hysteresis does not apply, in words. */
   skippedBecause?: string;
   /**
-   * Backends whose latest call failed less than a circuit cooldown ago, with how long ago in ms. Such
-   * a backend may not displace a fit incumbent: right after a failover the next task stays on the
-   * backend that took over instead of going straight back to the one that just failed.
+   * Backends still inside their failure backoff (see failureBackoffMs), with how long ago their latest
+   * call failed, in ms. Such a backend is suspect: a suspect incumbent is stood in for by the best
+   * candidate that is not suspect (the incumbent stays incumbent), and a suspect challenger may not
+   * displace a fit incumbent.
    */
   recentFailures?: Map<string, number>;
+  /**
+   * Observed work outcomes per backend for the task class (the smoothed estimate's sample count). A
+   * challenger with fewer than MIN_CHALLENGER_SAMPLES that has led for the window gets trial placements
+   * (the incumbent stays) until it has them; absent = every challenger counts as having enough.
+   */
+  evidence?: Map<string, number>;
 }
 
 /** A challenger that has beaten the incumbent by the margin at every placement since `since`. */
@@ -47,10 +59,15 @@ export interface HysteresisVerdict {
   verdict: string;
   /** The backend to store as the new incumbent; undefined leaves the stored one unchanged. */
   newIncumbent?: string;
-  /** True when the incumbent was replaced because it became unfit. */
+  /**
+   * True when this placement moved away from an incumbent that is unfit: replaced (circuit open, not
+   * ready, undeclared) or stood in for (tried by this task, or suspect after a recent failure).
+   */
   failover: boolean;
   /** Set when a fit incumbent was kept over a higher-ranked challenger, and why. */
   kept?: { challenger: string; because: 'margin' | 'recent_failure' | 'window'; failedMsAgo?: number };
+  /** Set when the challenger got this task as a trial to gather evidence; the incumbent stays. */
+  trial?: { challenger: string; samples: number };
   /**
    * The challenge to store: a value to store, null to clear the stored one, undefined to leave it as
    * it is (placements that do not apply hysteresis).
@@ -102,6 +119,13 @@ export function applyHysteresis(input: HysteresisInput): HysteresisVerdict {
         challenge: null,
       };
     }
+    if (exclusion.reasonCode === 'excluded') {
+      return {
+        winner: top,
+        verdict: `failover: incumbent ${incumbentName} was already tried by this task; ${top.backend} stands in, incumbent unchanged`,
+        failover: true,
+      };
+    }
     if (failoverReasons.has(exclusion.reasonCode)) {
       return {
         winner: top,
@@ -117,6 +141,17 @@ export function applyHysteresis(input: HysteresisInput): HysteresisVerdict {
       failover: false,
     };
   }
+  const incumbentFailedMsAgo = input.recentFailures?.get(incumbent.backend);
+  if (incumbentFailedMsAgo !== undefined) {
+    const standIn = input.ranked.find((candidate) => candidate !== incumbent && !input.recentFailures!.has(candidate.backend));
+    if (standIn) {
+      return {
+        winner: standIn,
+        verdict: `failover: incumbent ${incumbent.backend} failed ${seconds(incumbentFailedMsAgo)} ago and is inside its failure backoff; ${standIn.backend} stands in, incumbent unchanged`,
+        failover: true,
+      };
+    }
+  }
   if (incumbent === top) return { winner: top, verdict: `incumbent ${top.backend} kept: it ranks first`, failover: false, challenge: null };
   const failedMsAgo = input.recentFailures?.get(top.backend);
   if (failedMsAgo !== undefined) {
@@ -126,6 +161,15 @@ export function applyHysteresis(input: HysteresisInput): HysteresisVerdict {
       failover: false,
       kept: { challenger: top.backend, because: 'recent_failure', failedMsAgo },
       challenge: null,
+    };
+  }
+  if (top.circuitState === 'half-open') {
+    // The probe tells whether the backend recovered; it takes over only later, as any challenger, once
+    // a success has closed its circuit.
+    return {
+      winner: top,
+      verdict: `probe: challenger ${top.backend} is half-open and gets this task as its one probe call; incumbent ${incumbent.backend} unchanged`,
+      failover: false,
     };
   }
   const improvement = relativeImprovement(top.score, incumbent.score);
@@ -139,9 +183,7 @@ export function applyHysteresis(input: HysteresisInput): HysteresisVerdict {
       challenge: null,
     };
   }
-  // A half-open challenger's probe is not held back by the window: the circuit already kept it out for
-  // a cooldown, and only a probe can tell whether it recovered.
-  const windowMs = top.circuitState === 'half-open' ? 0 : (input.windowMs ?? 0);
+  const windowMs = input.windowMs ?? 0;
   if (windowMs > 0) {
     const now = input.now ?? new Date();
     const since = input.challenge?.backend === top.backend && input.challenge.since <= now ? input.challenge.since : now;
@@ -155,6 +197,8 @@ export function applyHysteresis(input: HysteresisInput): HysteresisVerdict {
         challenge: { backend: top.backend, since },
       };
     }
+    const trial = evidenceShort(input, top, incumbent, by);
+    if (trial) return { ...trial, challenge: { backend: top.backend, since } };
     return {
       winner: top,
       verdict: `challenger ${top.backend} beats incumbent ${incumbent.backend} by ${by} and has for ${seconds(ledMs)} (window ${seconds(windowMs)}): it becomes the incumbent`,
@@ -163,6 +207,8 @@ export function applyHysteresis(input: HysteresisInput): HysteresisVerdict {
       challenge: null,
     };
   }
+  const trial = evidenceShort(input, top, incumbent, by);
+  if (trial) return trial;
   return {
     winner: top,
     verdict: `challenger ${top.backend} beats incumbent ${incumbent.backend} by ${by}: it becomes the incumbent`,
@@ -170,4 +216,31 @@ export function applyHysteresis(input: HysteresisInput): HysteresisVerdict {
     failover: false,
     challenge: null,
   };
+}
+
+/**
+ * A challenger that has earned the switch by margin and window but has fewer than
+ * MIN_CHALLENGER_SAMPLES observed outcomes gets this task as a trial: its estimate is still mostly
+ * prior, so it must prove itself before the incumbent moves.
+ */
+function evidenceShort(input: HysteresisInput, top: Candidate, incumbent: Candidate, by: string): HysteresisVerdict | undefined {
+  if (!input.evidence) return undefined;
+  const samples = input.evidence.get(top.backend) ?? 0;
+  if (samples >= MIN_CHALLENGER_SAMPLES) return undefined;
+  return {
+    winner: top,
+    verdict: `trial: challenger ${top.backend} beats incumbent ${incumbent.backend} by ${by} but has ${samples} of the ${MIN_CHALLENGER_SAMPLES} outcomes needed to take over; it gets this task, incumbent unchanged`,
+    failover: false,
+    trial: { challenger: top.backend, samples },
+  };
+}
+
+/**
+ * How long after its latest failure a backend stays suspect: one circuit cooldown, whatever the count
+ * (the FAILURES_TO_OPEN-th failure in a row opens the circuit instead). Long enough that the next task
+ * after an outage's first error fails over even when the class's tasks come tens of seconds apart;
+ * 0 when it has not failed.
+ */
+export function failureBackoffMs(consecutiveFailures: number, cooldownMs: number): number {
+  return consecutiveFailures > 0 ? cooldownMs : 0;
 }

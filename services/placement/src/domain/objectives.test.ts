@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { BALANCED_WEIGHTS, estimate, priorSuccess, rankCandidates, successEstimate, type Estimate } from './objectives.js';
+import { BALANCED_WEIGHTS, escalationChains, estimate, priorSuccess, rankCandidates, successEstimate, type Estimate } from './objectives.js';
 import type { Backend, ModeName, SignalState } from './placement-model.js';
 import { emptySignal } from './signal-update.js';
 import { testBackend } from './test-backends.js';
@@ -72,6 +72,37 @@ describe('objectives', () => {
     expect(order('cheapest', [estimateOf(strong), estimateOf(cheap, failing)])).toEqual(['strong', 'cheap']);
     const [winner] = rankCandidates('cheapest', [estimateOf(cheap)]);
     expect(winner!.score).toBeCloseTo(-1_500 / 0.55);
+  });
+
+  it('cheapest counts the escalation chain that follows a failure, not just one call', () => {
+    const given = (type: string, qualityTier: number, costMicroUsd: number, success: number): Estimate => ({
+      ...estimateOf(testBackend(type, { qualityTier })),
+      expectedCostMicroUsd: costMicroUsd,
+      successEstimate: success,
+    });
+    // One call alone: tiny 1000/0.3 = 3333 per success, small 2000/0.7 = 2857: small would win.
+    // With escalation: small's failures go to huge (small: 2000 + 0.3 x 100000 = 32000 for 0.985), tiny's to
+    // small's chain (tiny: 1000 + 0.7 x 32000 = 23400 for 0.9895): tiny is the cheaper way to a verified success.
+    const estimates = [given('huge', 5, 100_000, 0.95), given('small', 2, 2_000, 0.7), given('tiny', 1, 1_000, 0.3)];
+    const chains = escalationChains(estimates);
+    expect(chains[0]).toEqual({ costMicroUsd: 100_000, success: 0.95, next: undefined });
+    expect(chains[1]!.next).toBe('huge');
+    expect(chains[1]!.costMicroUsd).toBeCloseTo(32_000);
+    expect(chains[1]!.success).toBeCloseTo(0.985);
+    expect(chains[2]!.next).toBe('small');
+    expect(chains[2]!.costMicroUsd).toBeCloseTo(23_400);
+    expect(chains[2]!.success).toBeCloseTo(0.9895);
+    const ranked = rankCandidates('cheapest', estimates);
+    expect(ranked.map((candidate) => candidate.backend)).toEqual(['tiny', 'small', 'huge']);
+    expect(ranked[0]!.score).toBeCloseTo(-23_400 / 0.9895);
+    const sum = ranked[0]!.signals.reduce((total, item) => total + item.contribution, 0);
+    expect(ranked[0]!.score).toBeCloseTo(sum);
+    // A cheaper next step makes the chain after small cheaper too, and small wins once tiny rarely passes.
+    const flaky = [given('huge', 5, 100_000, 0.95), given('small', 2, 2_000, 0.7), given('tiny', 1, 1_000, 0.02)];
+    expect(order('cheapest', flaky)).toEqual(['small', 'tiny', 'huge']);
+    // Same-tier candidates never escalate to each other.
+    const twins = escalationChains([given('a', 3, 1_000, 0.5), given('b', 3, 2_000, 0.9)]);
+    expect(twins.map((chain) => chain.next)).toEqual([undefined, undefined]);
   });
 
   it('fastest follows observed latency over the tier prior', () => {

@@ -17,7 +17,15 @@ import { meanCost, percentile } from './signal-update.js';
  *   of 1000 ms x quality tier (stronger backends are assumed slower), capped by the declared timeout.
  *
  * Scores (higher is better):
- * - cheapest: -(expected_cost / success_estimate), the expected cost of one verified success;
+ * - cheapest: -(chain_cost / chain_success), the expected cost of one verified success when a rejected
+ *   answer escalates, as the engine does, to a strictly stronger backend (see escalationChains):
+ *       chain_cost(b)    = expected_cost(b) + (1 - success_estimate(b)) x chain_cost(next(b))
+ *       chain_success(b) = success_estimate(b) + (1 - success_estimate(b)) x chain_success(next(b))
+ *   where next(b) is the candidate of a strictly higher tier with the lowest chain_cost / chain_success
+ *   (none for the highest tier: chain_cost = expected_cost, chain_success = success_estimate). A cheap
+ *   backend that often fails is charged for the stronger call that follows its failures, and a cheap
+ *   backend whose failures escalate to a good, cheap next step is not penalised as if a failure were
+ *   simply lost;
  * - fastest:  -expected_latency_ms;
  * - best:     success_estimate (cost breaks ties, see compareCandidates);
  * - balanced: BALANCED_WEIGHTS.success x success_estimate
@@ -36,7 +44,7 @@ export const BALANCED_WEIGHTS = { success: 0.6, cost: 0.25, latency: 0.15 } as c
 
 /** The objective of each mode, in words (stored on the decision). */
 export const objectiveText: Record<ModeName, string> = {
-  cheapest: 'lowest expected cost per verified success',
+  cheapest: 'lowest expected cost per verified success, counting the escalations that follow a rejected answer',
   fastest: 'lowest expected latency',
   best: 'highest estimated verified-success rate for the task class, cost as tie-break',
   balanced: `balanced blend: ${BALANCED_WEIGHTS.success} x success estimate + ${BALANCED_WEIGHTS.cost} x relative cheapness + ${BALANCED_WEIGHTS.latency} x relative speed`,
@@ -108,6 +116,51 @@ export function estimate(
   };
 }
 
+/** A candidate's escalation chain under cheapest: what it and the escalations after its failures cost. */
+export interface EscalationChain {
+  /** Expected cost of the call plus, weighted by the chance it fails, the chain that follows, micro-USD. */
+  costMicroUsd: number;
+  /** Chance that the chain ends with a verified success, 0..1. */
+  success: number;
+  /** The backend an escalation after this one's failure is expected to go to; undefined at the top tier. */
+  next?: string;
+}
+
+/**
+ * Every estimate's escalation chain (see the cheapest objective above), computed from the highest tier
+ * down so that each tier reuses the best chain among strictly higher tiers: O(n log n) for n candidates.
+ */
+export function escalationChains(estimates: Estimate[]): EscalationChain[] {
+  const order = estimates.map((_, index) => index).sort((left, right) => estimates[right]!.backend.qualityTier - estimates[left]!.backend.qualityTier);
+  const chains: EscalationChain[] = new Array(estimates.length);
+  let best: { chain: EscalationChain; backend: string; perSuccess: number } | undefined;
+  for (let start = 0; start < order.length; ) {
+    const tier = estimates[order[start]!]!.backend.qualityTier;
+    let end = start;
+    while (end < order.length && estimates[order[end]!]!.backend.qualityTier === tier) end++;
+    // Every candidate of this tier escalates to the best chain of the strictly higher tiers seen so far.
+    const next = best;
+    for (let position = start; position < end; position++) {
+      const index = order[position]!;
+      const item = estimates[index]!;
+      const fail = 1 - item.successEstimate;
+      chains[index] = {
+        costMicroUsd: item.expectedCostMicroUsd + (next ? fail * next.chain.costMicroUsd : 0),
+        success: item.successEstimate + (next ? fail * next.chain.success : 0),
+        next: next?.backend,
+      };
+    }
+    for (let position = start; position < end; position++) {
+      const index = order[position]!;
+      const chain = chains[index]!;
+      const perSuccess = chain.costMicroUsd / Math.max(chain.success, 1e-6);
+      if (!best || perSuccess < best.perSuccess) best = { chain, backend: estimates[index]!.backend.type, perSuccess };
+    }
+    start = end;
+  }
+  return chains;
+}
+
 function signalScore(name: string, value: number, contribution = 0): SignalScore {
   return { name, value, contribution };
 }
@@ -116,15 +169,21 @@ function signalScore(name: string, value: number, contribution = 0): SignalScore
 export function rankCandidates(mode: ModeName, estimates: Estimate[]): Candidate[] {
   const highestCost = Math.max(0, ...estimates.map((item) => item.expectedCostMicroUsd));
   const highestLatency = Math.max(0, ...estimates.map((item) => item.expectedLatencyMs));
-  const candidates = estimates.map((item): Candidate => {
+  const chains = mode === 'cheapest' ? escalationChains(estimates) : undefined;
+  const candidates = estimates.map((item, index): Candidate => {
     const success = signalScore('success_estimate', item.successEstimate);
     const cost = signalScore('expected_cost_micro_usd', item.expectedCostMicroUsd);
     const latency = signalScore('expected_latency_ms', item.expectedLatencyMs);
     const extra: SignalScore[] = [];
     switch (mode) {
       case 'cheapest': {
-        const perSuccess = item.expectedCostMicroUsd / Math.max(item.successEstimate, 1e-6);
-        extra.push(signalScore('cost_per_verified_success_micro_usd', perSuccess, -perSuccess));
+        const chain = chains![index]!;
+        const perSuccess = chain.costMicroUsd / Math.max(chain.success, 1e-6);
+        extra.push(
+          signalScore('chain_cost_micro_usd', chain.costMicroUsd),
+          signalScore('chain_success_estimate', chain.success),
+          signalScore('cost_per_verified_success_micro_usd', perSuccess, -perSuccess),
+        );
         break;
       }
       case 'fastest':

@@ -35,9 +35,9 @@ describe('decidePlacement', () => {
       { backend: 'demo:beta-large', reasonCode: 'budget', reason: 'worst case $0.05 (50000 micro-USD) exceeds the $0.01 (10000 micro-USD) left for the task' },
     ]);
     expect(result.explanation).toBe(
-      'demo:alpha-mini (demo backend) won under cheapest: lowest expected cost per verified success, $0.002727 ($0.0015 a call at 55% estimated success); 1 backend excluded (demo:beta-large: budget).',
+      'demo:alpha-mini (demo backend) won under cheapest: lowest expected cost per verified success counting escalations, $0.002727 ($0.0015 a call at 55% estimated success); 1 backend excluded (demo:beta-large: budget).',
     );
-    expect(result.objective).toBe('lowest expected cost per verified success');
+    expect(result.objective).toBe('lowest expected cost per verified success, counting the escalations that follow a rejected answer');
     expect(result.newIncumbent).toBe('demo:alpha-mini');
   });
 
@@ -84,13 +84,39 @@ describe('decidePlacement', () => {
       'incumbent demo:alpha-mini kept: challenger demo:beta-large failed 10 s ago and may not displace it until a cooldown has passed',
     );
     expect(kept.explanation).toContain('kept as the incumbent (demo:beta-large ranks higher but failed 10 s ago)');
-    // Once the cooldown has passed, the better backend takes over again.
+    // Once the cooldown has passed, the better backend gets trial tasks while it has too few outcomes...
     const later = decide({ request, incumbent: 'demo:alpha-mini', signals, now: new Date(failedAt.getTime() + 30_000) });
     expect(later.winner?.backend).toBe('demo:beta-large');
-    expect(later.newIncumbent).toBe('demo:beta-large');
+    expect(later.newIncumbent).toBeUndefined();
+    expect(later.hysteresis).toMatch(/^trial: challenger demo:beta-large beats incumbent demo:alpha-mini by \d+% \(margin 10%\) but has 1 of the 5 outcomes needed/);
+    expect(later.explanation).toContain('Trial of demo:beta-large (1 of 5 outcomes) before it may take over; the incumbent stays');
+    // ...and takes over once it has enough.
+    const proven = new Map([[failed.backend, { ...failed, samples: 5, workSamples: 5, verifiedSuccesses: 4 }]]);
+    const takeover = decide({ request, incumbent: 'demo:alpha-mini', signals: proven, now: new Date(failedAt.getTime() + 30_000) });
+    expect(takeover.newIncumbent).toBe('demo:beta-large');
     // A success since the failure clears it at once.
     const recovered = new Map([[failed.backend, { ...failed, consecutiveFailures: 0 }]]);
     expect(decide({ request, incumbent: 'demo:alpha-mini', signals: recovered }).winner?.backend).toBe('demo:beta-large');
+  });
+
+  it('one error of the incumbent sends the tasks of a cooldown to a stand-in without moving the incumbent', () => {
+    const failedAt = new Date(now.getTime() - 5_000);
+    const proven: SignalState = { ...emptySignal('demo:beta-large', 'code', failedAt), samples: 20, workSamples: 20, verifiedSuccesses: 19 };
+    const request = testRequest({ mode: 'best' });
+    // Within the task that met the error, the incumbent is excluded: a stand-in takes the retry.
+    const retry = decide({ request: { ...request, excludeBackends: ['demo:beta-large'] }, incumbent: 'demo:beta-large', signals: new Map([[proven.backend, proven]]) });
+    expect(retry).toMatchObject({ winner: { backend: 'demo:alpha-mini' }, newIncumbent: undefined });
+    expect(retry.hysteresis).toBe('failover: incumbent demo:beta-large was already tried by this task; demo:alpha-mini stands in, incumbent unchanged');
+    // The next task, 5 s after the error: still a stand-in, the incumbent stays.
+    const erred = new Map([[proven.backend, { ...proven, samples: 21, workSamples: 21, consecutiveFailures: 1 }]]);
+    const next = decide({ request, incumbent: 'demo:beta-large', signals: erred });
+    expect(next).toMatchObject({ winner: { backend: 'demo:alpha-mini' }, newIncumbent: undefined });
+    expect(next.hysteresis).toBe('failover: incumbent demo:beta-large failed 5 s ago and is inside its failure backoff; demo:alpha-mini stands in, incumbent unchanged');
+    expect(next.explanation).toContain('Failover: incumbent demo:beta-large failed 5 s ago');
+    // After the cooldown the incumbent gets its tasks back, still the incumbent: no flip happened.
+    const back = decide({ request, incumbent: 'demo:beta-large', signals: erred, now: new Date(failedAt.getTime() + 30_000) });
+    expect(back.winner?.backend).toBe('demo:beta-large');
+    expect(back.hysteresis).toBe('incumbent demo:beta-large kept: it ranks first');
   });
 
   it('reports the failover and the time of the newest signal used', () => {

@@ -1,5 +1,5 @@
 import { filterBackends } from './candidate-filter.js';
-import { applyHysteresis, type Challenge } from './hysteresis.js';
+import { applyHysteresis, failureBackoffMs, type Challenge } from './hysteresis.js';
 import { explainDecision } from './explanation.js';
 import { estimate, objectiveText, rankCandidates } from './objectives.js';
 import type { Backend, Candidate, Exclusion, PlacementRequest, SignalState } from './placement-model.js';
@@ -61,9 +61,13 @@ export function decidePlacement(input: PlacementInput): PlacementResult {
       ? 'a judge placement does not move the incumbent'
       : undefined;
   const recentFailures = new Map<string, number>();
+  const evidence = new Map<string, number>();
   for (const signal of input.signals.values()) {
-    const failedMsAgo = input.now.getTime() - signal.updatedAt.getTime();
-    if (signal.consecutiveFailures > 0 && failedMsAgo < input.circuitCooldownMs) recentFailures.set(signal.backend, failedMsAgo);
+    evidence.set(signal.backend, signal.workSamples);
+    const failedMsAgo = Math.max(0, input.now.getTime() - signal.updatedAt.getTime());
+    if (failedMsAgo < failureBackoffMs(signal.consecutiveFailures, input.circuitCooldownMs)) {
+      recentFailures.set(signal.backend, failedMsAgo);
+    }
   }
   const verdict = applyHysteresis({
     ranked,
@@ -73,6 +77,7 @@ export function decidePlacement(input: PlacementInput): PlacementResult {
     applies: skippedBecause === undefined,
     skippedBecause,
     recentFailures,
+    evidence,
     windowMs: input.hysteresisWindowMs,
     challenge: input.challenge,
     now: input.now,

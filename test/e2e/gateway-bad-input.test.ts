@@ -42,7 +42,26 @@ describe('bad input at the gateway', () => {
     ['backends not a list', '{"task":"hi","backends":"demo:alpha-mini"}'],
     ['webhook url not a URL', '{"task":"hi","webhooks":[{"url":"not a url"}]}'],
     ['unknown field', '{"task":"hi","priority":"urgent"}'],
+    ['unknown citation style', '{"task":"hi","verify":{"citations":{"style":"footnote"}}}'],
+    ['regex citations without a pattern', '{"task":"hi","verify":{"citations":{"style":"regex","min":2}}}'],
+    ['a citation pattern that is no regular expression', '{"task":"hi","verify":{"citations":{"style":"regex","pattern":"(["}}}'],
+    ['a pattern for url citations', '{"task":"hi","verify":{"citations":{"style":"url","pattern":"x"}}}'],
+    ['zero citations asked', '{"task":"hi","verify":{"citations":{"style":"url","min":0}}}'],
+    ['postconditions not a list', '{"task":"hi","workspace":{"repo":"/tmp"},"verify":{"postconditions":"true"}}'],
+    ['an empty postcondition', '{"task":"hi","workspace":{"repo":"/tmp"},"verify":{"postconditions":["  "]}}'],
+    ['a check time limit with nothing to limit', '{"task":"hi","verify":{"check_timeout_ms":1000}}'],
   ];
+
+  it('answers 400 problem+json naming the field for postconditions without a workspace', async () => {
+    const problem = await expectProblem(await post('/v1/tasks', '{"task":"Send the email","verify":{"postconditions":["test -f sent"]}}'), 400);
+    expect(JSON.stringify(problem)).toContain('postconditions need a workspace');
+  });
+
+  it('answers 400 problem+json from execution for postconditions in a workspace that is no git work tree', async () => {
+    const body = JSON.stringify({ task: 'Send the email', workspace: { repo: '/proc' }, verify: { postconditions: ['test -f sent'] } });
+    const problem = await expectProblem(await post('/v1/tasks', body), 400, 'actor.invalid_argument');
+    expect(JSON.stringify(problem)).toContain('is not a git work tree');
+  });
 
   for (const [name, body] of badBodies) {
     it(`answers 400 problem+json for ${name}`, async () => {

@@ -24,12 +24,20 @@ export interface AgentRequest {
   disallowedTools?: string[];
   /** MCP servers config as a JSON object (adapters that support MCP). */
   mcpConfig?: Record<string, unknown>;
+  /**
+   * Path of a ready-written MCP config file (`{"mcpServers": {...}}`, mode 0600) holding `mcpConfig`,
+   * made for this one run by the caller, who deletes it when the run ends. An adapter given both
+   * uses the file and writes none of its own.
+   */
+  mcpConfigPath?: string;
   /** Working directory (CLI and script agents). */
   workingDirectory?: string;
   /** Extra environment for subprocess agents (bring-your-own keys arrive here, never in logs). */
   environment?: Record<string, string>;
   /** The caller's execution id, used by `cancel(executionId)`. */
   executionId: string;
+  /** The project the work is for: whose secrets (bring-your-own keys) the caller may resolve. */
+  projectId?: string;
   /** A session to resume (CLI agents). */
   sessionId?: string;
   /** The agent slot's configuration JSON (for demo agents: latency, failure rate, quality). */
@@ -75,6 +83,13 @@ export interface AgentCheckResult {
 export interface Agent {
   /** The adapter type this instance serves (`demo:alpha-mini`, `ai-sdk:openai-compatible/<model>`). */
   readonly type: string;
+  /**
+   * The `request.environment` variable through which this adapter takes a bring-your-own key
+   * (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`); unset: it takes none. Matches `accepts_byo_key`.
+   */
+  readonly byoKeyVariable?: string;
+  /** True when the adapter passes `mcpConfig` / `mcpConfigPath` on to its backend; unset: it ignores them. */
+  readonly supportsMcp?: boolean;
   /** Runs the request, streaming events; resolves (never rejects) with the result. */
   execute(request: AgentRequest, signal: AbortSignal, onEvent: (event: AgentEvent) => void): Promise<AgentResult>;
   /** Runs the request and returns a value valid against the JSON Schema in `result.structured`. */

@@ -5,3 +5,4 @@ export * from './judge.js';
 export * from './format-usd.js';
 export * from './pipeline.js';
 export * from './testing/in-memory-ports.js';
+export * from './citation-check.js';

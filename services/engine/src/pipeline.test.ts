@@ -409,8 +409,10 @@ describe('runTask', () => {
 
     expect(agents.calls[0]?.request.prompt).toContain('This project uses tabs for indentation.');
     expect(readJudgePrompt(agents.calls[1]!.request.prompt)?.task).toBe(task().input);
-    const memory = trace.explanations.find((entry) => entry.step === 'evaluate' && entry.message.includes('earlier tasks'));
-    expect(memory?.detail).toEqual({ memory: ['This project uses tabs for indentation.'] });
+    const memory = trace.explanations.find((entry) => entry.step === 'enhance');
+    expect(memory?.message).toMatch(/^Added one note from earlier tasks of this project to the prompt: \d+ characters\.$/);
+    expect(memory?.detail).toMatchObject({ memory: ['This project uses tabs for indentation.'], files: [] });
+    expect((memory?.detail as { addedCharacters: number }).addedCharacters).toBe(agents.calls[0]!.request.prompt.length - task().input.length);
   });
 
   it('gives back what it holds and rethrows when a port fails unexpectedly', async () => {

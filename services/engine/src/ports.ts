@@ -48,9 +48,49 @@ export interface EngineTask {
   capabilities: string[];
   /** Media types of attachments (an `image/*` one makes the task need vision). */
   attachmentMediaTypes: string[];
-  verify: { judge: boolean; testCommand?: string };
+  verify: TaskVerify;
   /** Where a code task works: a repository and the ref to start from (what `repo` means is the workspace port's). */
   workspace?: { repo: string; ref: string };
+}
+
+/**
+ * How a task's answer is checked besides the judge. The task's own checks run first, in the order
+ * below; the first that fails rejects the attempt (escalation, as after a judge's rejection) and the
+ * judge is not run for it.
+ */
+export interface TaskVerify {
+  /** Whether a judge of another model family checks the answer (after the task's own checks). */
+  judge: boolean;
+  /** A shell command that must exit 0 in the attempt's working copy (needs a workspace). */
+  testCommand?: string;
+  /** Citations the answer text must carry (checked by the engine itself, no workspace needed). */
+  citations?: CitationRequirement;
+  /**
+   * Shell commands run one by one in the attempt's working copy after the work; each must exit 0.
+   * They need a workspace: without a workspace port the task fails `actor.verification.unavailable`
+   * before anything runs (the execution service refuses such tasks at creation).
+   */
+  postconditions?: string[];
+  /**
+   * Time limit of each command above (test command, each postcondition), in ms. It can only lower
+   * the workspace port's own limit, never raise it. Unset: the port's limit.
+   */
+  checkTimeoutMs?: number;
+}
+
+/**
+ * Citations an answer must carry. What counts as one citation depends on `style`:
+ * - `url`: a distinct http(s) URL anywhere in the answer.
+ * - `numbered`: a distinct marker `[n]` in the text that also has its entry, a line starting with
+ *   `[n]` followed by the source. A marker in the text without an entry fails the check.
+ * - `regex`: a distinct match of `pattern`.
+ */
+export interface CitationRequirement {
+  style: 'url' | 'numbered' | 'regex';
+  /** For `regex` only (required there): a JavaScript regular expression, matched with flags `gm`. */
+  pattern?: string;
+  /** How many distinct citations are needed at least; >= 1. */
+  min: number;
 }
 
 export interface Classification {
@@ -195,7 +235,7 @@ export interface AgentsPort {
 
 /** One entry of the task's stored explanation. */
 export interface ExplanationEntry {
-  step: 'evaluate' | 'place' | 'reserve' | 'lease' | 'execute' | 'verify' | 'escalate' | 'failover' | 'settle' | 'finish';
+  step: 'evaluate' | 'enhance' | 'place' | 'reserve' | 'lease' | 'execute' | 'verify' | 'escalate' | 'failover' | 'settle' | 'finish';
   attempt: number;
   message: string;
   backend?: string;
@@ -242,9 +282,31 @@ export interface TracePort {
   attempt(record: AttemptRecord): Promise<void>;
 }
 
-/** Memory: what earlier tasks of the project taught (issue 5 fills it; may return nothing). */
+/** What the engine knows of the task when it asks memory. */
+export interface RecallContext {
+  /** The task asking (so that its own row is left out). */
+  taskId: string;
+  taskClass: TaskClass;
+}
+
+/**
+ * Memory: what earlier tasks of the project taught, as short lines (may return nothing). The
+ * engine keeps at most a few of them and cuts long ones (see `enhanceLimits`).
+ */
 export interface MemoryPort {
-  recall(projectId: string, input: string): Promise<string[]>;
+  recall(projectId: string, input: string, context?: RecallContext): Promise<string[]>;
+}
+
+/** A file of the task's repository read for the enhance step. */
+export interface WorkspaceFile {
+  /** The path as asked, relative to the repository root. */
+  path: string;
+  /** The text, at most the asked number of characters. */
+  content: string;
+  /** Whether the file was longer than what `content` holds. */
+  truncated: boolean;
+  /** The file's whole size in bytes. */
+  sizeBytes: number;
 }
 
 /** An isolated working copy made for one attempt. */
@@ -277,10 +339,20 @@ export interface WorkspaceDiff {
  */
 export interface WorkspacePort {
   prepare(task: EngineTask, attemptId: string): Promise<PreparedWorkspace>;
-  /** Runs `command` in the copy; stopped when `signal` aborts. Never throws for a failing command. */
-  runCheck(workspace: PreparedWorkspace, command: string, signal: AbortSignal): Promise<CheckResult>;
+  /**
+   * Runs `command` in the copy; stopped when `signal` aborts, or after the port's time limit
+   * (`options.timeoutMs` can lower it, never raise it). Never throws for a failing command.
+   */
+  runCheck(workspace: PreparedWorkspace, command: string, signal: AbortSignal, options?: { timeoutMs?: number }): Promise<CheckResult>;
   diff(workspace: PreparedWorkspace): Promise<WorkspaceDiff>;
   dispose(workspace: PreparedWorkspace): Promise<void>;
+  /**
+   * Reads files of the task's repository at its ref (not from a working copy), for the enhance step.
+   * Paths are relative to the repository root; a path that leaves it (`..`, absolute), or names no
+   * regular file at the ref, is left out of the answer, never an error. Each file's text is cut to
+   * `maxCharacters`. Optional: a port without it gives the engine no files.
+   */
+  readFiles?(task: EngineTask, paths: string[], maxCharacters: number): Promise<WorkspaceFile[]>;
 }
 
 export interface EnginePorts {

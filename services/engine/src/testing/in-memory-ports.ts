@@ -18,11 +18,13 @@ import {
   type PlacementPort,
   type PoolPort,
   type PreparedWorkspace,
+  type RecallContext,
   type Reservation,
   type TaskClass,
   type TracePort,
   type UsageSample,
   type WorkspaceDiff,
+  type WorkspaceFile,
   type WorkspacePort,
 } from '../ports.js';
 
@@ -602,11 +604,14 @@ export class InMemoryTrace implements TracePort {
   }
 }
 
-/** Notes per project, returned for every task of it. */
+/** Notes per project, returned for every task of it; every call is recorded. */
 export class InMemoryMemory implements MemoryPort {
+  readonly calls: Array<{ projectId: string; input: string; context?: RecallContext }> = [];
+
   constructor(private readonly notes: Record<string, string[]> = {}) {}
 
-  async recall(projectId: string): Promise<string[]> {
+  async recall(projectId: string, input: string, context?: RecallContext): Promise<string[]> {
+    this.calls.push({ projectId, input, context });
     return [...(this.notes[projectId] ?? [])];
   }
 }
@@ -624,7 +629,9 @@ export type InMemoryCheck = (files: ReadonlyMap<string, string>, command: string
 export class InMemoryWorkspace implements WorkspacePort {
   readonly prepared: string[] = [];
   readonly disposed: string[] = [];
-  readonly checksRun: Array<{ path: string; command: string }> = [];
+  readonly checksRun: Array<{ path: string; command: string; timeoutMs?: number }> = [];
+  /** Runs before each check resolves (to cancel mid-check in a test). */
+  beforeCheckResult: (() => void) | undefined;
   private readonly copies = new Map<string, Map<string, string>>();
 
   constructor(
@@ -645,8 +652,10 @@ export class InMemoryWorkspace implements WorkspacePort {
     copy.set(file, content);
   }
 
-  async runCheck(workspace: PreparedWorkspace, command: string, signal: AbortSignal): Promise<CheckResult> {
-    this.checksRun.push({ path: workspace.path, command });
+  async runCheck(workspace: PreparedWorkspace, command: string, signal: AbortSignal, options?: { timeoutMs?: number }): Promise<CheckResult> {
+    this.checksRun.push({ path: workspace.path, command, ...(options?.timeoutMs ? { timeoutMs: options.timeoutMs } : {}) });
+    if (signal.aborted) return { passed: false, exitCode: null, outputTail: '', timedOut: false };
+    this.beforeCheckResult?.();
     if (signal.aborted) return { passed: false, exitCode: null, outputTail: '', timedOut: false };
     const { passed, output } = this.check(this.copy(workspace), command);
     return { passed, exitCode: passed ? 0 : 1, outputTail: output, timedOut: false };
@@ -661,6 +670,21 @@ export class InMemoryWorkspace implements WorkspacePort {
   async dispose(workspace: PreparedWorkspace): Promise<void> {
     this.copies.delete(workspace.path);
     this.disposed.push(workspace.path);
+  }
+
+  /** The repository's files at the task's ref (the starting files); paths that climb out are left out. */
+  async readFiles(_task: EngineTask, paths: string[], maxCharacters: number): Promise<WorkspaceFile[]> {
+    return paths
+      .filter((path) => !path.split('/').includes('..') && !path.startsWith('/') && this.files[path] !== undefined)
+      .map((path) => {
+        const content = this.files[path]!;
+        return {
+          path,
+          content: content.slice(0, maxCharacters),
+          truncated: content.length > maxCharacters,
+          sizeBytes: Buffer.byteLength(content),
+        };
+      });
   }
 
   /** Copies not disposed yet. */

@@ -5,6 +5,7 @@ import {
   type BillingPort,
   type EngineOptions,
   type EngineTask,
+  type MemoryPort,
   type Mode,
   type PlacementPort,
   type PoolPort,
@@ -32,8 +33,10 @@ export interface TaskWorkerOptions {
   billing: BillingPort;
   pool: PoolPort;
   agents: AgentsPort;
-  /** Working copies for tasks that name a workspace and a test command. */
+  /** Working copies for tasks that name a workspace and a test command or postconditions; also reads the files a task names. */
   workspace?: WorkspacePort;
+  /** What earlier tasks of the project taught, for the engine's enhance step. */
+  memory?: MemoryPort;
   leftovers: RunLeftovers;
   logger: Logger;
   /** Identifies this worker's claims; unique per process. */
@@ -203,6 +206,7 @@ export class TaskWorker {
           agents: this.options.agents,
           // Only a task that names a workspace gets working copies; one with a test command alone is judged as before.
           workspace: task.workspace ? this.options.workspace : undefined,
+          memory: this.options.memory,
           trace: new TaskTracePort(repository, hub, task.id, attemptOffset),
           newAttemptId: () => newId('att'),
         },

@@ -115,6 +115,7 @@ class StandInExecution {
           finishTime: undefined,
           requestId: request.requestId,
           lastEventSeq: 0,
+          webhookDeliveries: [],
         };
         this.tasks.set(task.id, task);
         this.events.set(task.id, []);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { TaskState, type Task } from '@actor/proto/execution';
+import { CitationStyle, TaskState, type Task } from '@actor/proto/execution';
 import { fieldErrors } from '../request-body.js';
 import { createTaskBodySchema, createTaskRequest, encodeTask, taskStateName } from './tasks.js';
 
@@ -148,6 +148,7 @@ describe('the task JSON', () => {
     finishTime: undefined,
     requestId: '',
     lastEventSeq: 7,
+    webhookDeliveries: [],
   };
 
   it('shows state in lower case, costs as {usd, micro_usd}, times as ISO or null', () => {
@@ -192,6 +193,68 @@ describe('the task JSON', () => {
     });
   });
 
+  it('shows webhook deliveries with their status, tries and last error', () => {
+    const json = encodeTask({
+      ...task,
+      webhookDeliveries: [
+        {
+          id: 'whk_1',
+          webhookIndex: 0,
+          url: 'https://hooks.example/actor',
+          eventType: 'task.succeeded',
+          status: 'pending',
+          attempts: 2,
+          lastStatusCode: 500,
+          lastError: 'the receiver answered HTTP 500',
+          nextAttemptTime: created,
+          createTime: created,
+          finishTime: undefined,
+        },
+        {
+          id: 'whk_2',
+          webhookIndex: 1,
+          url: 'https://other.example/hook',
+          eventType: 'task.succeeded',
+          status: 'delivered',
+          attempts: 1,
+          lastStatusCode: 204,
+          lastError: '',
+          nextAttemptTime: undefined,
+          createTime: created,
+          finishTime: created,
+        },
+      ],
+    });
+    expect(json.webhook_deliveries).toEqual([
+      {
+        id: 'whk_1',
+        webhook_index: 0,
+        url: 'https://hooks.example/actor',
+        event_type: 'task.succeeded',
+        status: 'pending',
+        attempts: 2,
+        last_status_code: 500,
+        last_error: 'the receiver answered HTTP 500',
+        next_attempt_at: '2026-01-02T03:04:05.000Z',
+        created_at: '2026-01-02T03:04:05.000Z',
+        finished_at: null,
+      },
+      {
+        id: 'whk_2',
+        webhook_index: 1,
+        url: 'https://other.example/hook',
+        event_type: 'task.succeeded',
+        status: 'delivered',
+        attempts: 1,
+        last_status_code: 204,
+        last_error: null,
+        next_attempt_at: null,
+        created_at: '2026-01-02T03:04:05.000Z',
+        finished_at: '2026-01-02T03:04:05.000Z',
+      },
+    ]);
+  });
+
   it('shows a failed task with its error and no result', () => {
     const failed = encodeTask({
       ...task,
@@ -207,5 +270,37 @@ describe('the task JSON', () => {
     expect(
       [1, 2, 3, 4, 5, 6].map((state) => taskStateName(state as TaskState)),
     ).toEqual(['queued', 'running', 'verifying', 'succeeded', 'failed', 'cancelled']);
+  });
+});
+
+describe('the verify checks of a task body', () => {
+  it('maps citations, postconditions and the check time limit to the CreateTask request', () => {
+    const body = createTaskBodySchema.parse({
+      task: 'Send the release mail',
+      workspace: { repo: '/srv/app' },
+      verify: {
+        citations: { style: 'regex', pattern: 'RFC \\d+', min: 2 },
+        postconditions: ['test -f sent'],
+        check_timeout_ms: 30_000,
+      },
+    });
+    expect(createTaskRequest(body, 'prj_1', 'req_1').verify).toEqual({
+      testCommand: '',
+      judge: true,
+      judgeSet: false,
+      citations: { style: CitationStyle.CITATION_STYLE_REGEX, pattern: 'RFC \\d+', min: 2 },
+      postconditions: ['test -f sent'],
+      checkTimeoutMs: 30_000,
+    });
+    const url = createTaskBodySchema.parse({ task: 'Research it', verify: { citations: { style: 'url' } } });
+    expect(createTaskRequest(url, 'prj_1', 'req_2').verify?.citations).toEqual({ style: CitationStyle.CITATION_STYLE_URL, pattern: '', min: 1 });
+  });
+
+  it('names the field of a bad check', () => {
+    expect(errorsOf({ task: 't', verify: { postconditions: ['true'] } }).map((error) => error.path)).toEqual(['verify.postconditions']);
+    expect(errorsOf({ task: 't', verify: { citations: { style: 'regex' } } }).map((error) => error.path)).toEqual(['verify.citations.pattern']);
+    expect(errorsOf({ task: 't', verify: { citations: { style: 'regex', pattern: '(' } } }).map((error) => error.path)).toEqual([
+      'verify.citations.pattern',
+    ]);
   });
 });

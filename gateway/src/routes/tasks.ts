@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { costJson, usdToMicro } from '@actor/kit';
 import {
+  CitationStyle,
   TaskState,
   type Attempt,
   type CreateTaskRequest,
@@ -24,6 +25,35 @@ const usdAmount = z
   .max(1_000_000)
   .refine((usd) => usdToMicro(usd) >= 1, 'must be at least 0.000001 (one micro-dollar)');
 
+function compiles(pattern: string): boolean {
+  try {
+    new RegExp(pattern, 'gm');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * `verify.citations`: citations the answer must carry, checked before any judge.
+ * - `style`: `url` (a distinct http(s) URL), `numbered` (a marker `[n]` in the text with its entry, a
+ *   line starting with `[n]`) or `regex` (a distinct match of `pattern`).
+ * - `pattern`: for `regex` only, a JavaScript regular expression (flags `gm`), 1..500 characters.
+ * - `min`: how many distinct citations at least, 1..1000, default 1.
+ */
+const citationsSchema = z
+  .strictObject({
+    style: z.enum(['url', 'numbered', 'regex']),
+    pattern: z.string().min(1).max(500).refine(compiles, 'must be a regular expression').optional(),
+    min: z.number().int().min(1).max(1_000).default(1),
+  })
+  .refine((citations) => (citations.style === 'regex') === (citations.pattern !== undefined), {
+    message: 'pattern is required for style regex and only allowed there',
+    path: ['pattern'],
+  });
+
+const citationStyles = { url: CitationStyle.CITATION_STYLE_URL, numbered: CitationStyle.CITATION_STYLE_NUMBERED, regex: CitationStyle.CITATION_STYLE_REGEX };
+
 /**
  * The body of POST /v1/tasks. Every object is strict: an unknown (say, misspelt) field is a 400,
  * never silently ignored.
@@ -32,9 +62,13 @@ const usdAmount = z
  * - `budget`: `per_task_usd` (most the task may spend) and `per_day_usd` (most the project may spend
  *   this UTC day), positive dollars; absent means the platform default.
  * - `webhooks`: up to 10 of `{url (http/https), secret_ref (the project secret that signs), events}`;
- *   empty `events` means every state change.
+ *   `events` from `task.queued` ... `task.cancelled` or `task.*`; empty means the terminal ones.
  * - `agent_id`: an explicitly assigned pool agent. `backends`: the only adapter types allowed.
- * - `workspace`: `{repo, ref?}` where code tasks run. `verify`: `{judge?, test_command?}`.
+ * - `workspace`: `{repo, ref?}` where code tasks run.
+ * - `verify`: `{judge?, test_command?, citations?, postconditions?, check_timeout_ms?}`: `citations` as
+ *   in `citationsSchema`; `postconditions` up to 16 shell commands that must each exit 0 in the
+ *   attempt's working copy (they need `workspace`); `check_timeout_ms` lowers the service's time limit
+ *   of each command. The task's own checks run before the judge; one failing rejects the attempt.
  * - `capabilities`: features the backend must have (`vision`, `tools`).
  * - `attachments`: `{name, media_type, data_base64 | url}`, exactly one of the last two.
  */
@@ -64,6 +98,13 @@ export const createTaskBodySchema = z.strictObject({
     .strictObject({
       judge: z.boolean().optional(),
       test_command: z.string().min(1).max(4_000).optional(),
+      citations: citationsSchema.optional(),
+      postconditions: z.array(z.string().trim().min(1).max(4_000)).min(1).max(16).optional(),
+      check_timeout_ms: z.number().int().min(1).max(86_400_000).optional(),
+    })
+    .refine((verify) => verify.check_timeout_ms === undefined || verify.test_command !== undefined || verify.postconditions !== undefined, {
+      message: 'check_timeout_ms limits the test command and postconditions, and the task has neither',
+      path: ['check_timeout_ms'],
     })
     .optional(),
   capabilities: z.array(shortText).max(50).default([]),
@@ -82,9 +123,15 @@ export const createTaskBodySchema = z.strictObject({
     )
     .max(20)
     .default([]),
-});
+})
+  // Postconditions run in a working copy of the workspace: without one there is nowhere honest to run them.
+  .refine((body) => body.verify?.postconditions === undefined || body.workspace !== undefined, {
+    message: 'postconditions need a workspace: they run in a working copy of workspace.repo',
+    path: ['verify', 'postconditions'],
+  });
 
 export type CreateTaskBody = z.infer<typeof createTaskBodySchema>;
+
 
 /** The CreateTask request a validated body becomes, for the token's project. */
 export function createTaskRequest(body: CreateTaskBody, projectId: string, requestId: string): CreateTaskRequest {
@@ -106,6 +153,11 @@ export function createTaskRequest(body: CreateTaskBody, projectId: string, reque
           testCommand: body.verify.test_command ?? '',
           judge: body.verify.judge ?? true,
           judgeSet: body.verify.judge !== undefined,
+          citations: body.verify.citations
+            ? { style: citationStyles[body.verify.citations.style], pattern: body.verify.citations.pattern ?? '', min: body.verify.citations.min }
+            : undefined,
+          postconditions: body.verify.postconditions ?? [],
+          checkTimeoutMs: body.verify.check_timeout_ms ?? 0,
         }
       : undefined,
     capabilities: body.capabilities,
@@ -116,6 +168,12 @@ export function createTaskRequest(body: CreateTaskBody, projectId: string, reque
       url: attachment.url ?? '',
     })),
   };
+}
+
+function encodeCitations(citations: NonNullable<Task['verify']>['citations']) {
+  const style = Object.entries(citationStyles).find(([, value]) => value === citations?.style)?.[0];
+  if (!citations || !style) return null;
+  return { style, pattern: citations.pattern || null, min: citations.min || 1 };
 }
 
 /** The public, lower-case name of a task state (`queued` ... `cancelled`). */
@@ -150,8 +208,9 @@ function parseObject(json: string): Record<string, unknown> | null {
  * `explanation` lists every pipeline decision in order, with `detail` the step's structured detail
  * (for `place`, the whole placement decision) or null; `attempts` lists every backend run with its
  * judge's `verdict` (null until verified). Tasks from a list carry empty `explanation` and `attempts`.
- * Besides the task itself: `workspace`, `verify` and `webhooks` as given, and `links` to the task,
- * its event stream and its cancel action.
+ * Besides the task itself: `workspace`, `verify` and `webhooks` as given, `webhook_deliveries` (each
+ * state change sent to each webhook: status `pending` | `delivered` | `failed`, tries, last HTTP
+ * status and error; empty in lists), and `links` to the task, its event stream and its cancel action.
  */
 export function encodeTask(task: Task) {
   const state = taskStateName(task.state);
@@ -182,9 +241,28 @@ export function encodeTask(task: Task) {
     capabilities: task.capabilities,
     workspace: task.workspace?.repo ? { repo: task.workspace.repo, ref: task.workspace.ref } : null,
     verify: task.verify
-      ? { judge: task.verify.judgeSet ? task.verify.judge : true, test_command: task.verify.testCommand || null }
+      ? {
+          judge: task.verify.judgeSet ? task.verify.judge : true,
+          test_command: task.verify.testCommand || null,
+          citations: encodeCitations(task.verify.citations),
+          postconditions: task.verify.postconditions,
+          check_timeout_ms: task.verify.checkTimeoutMs || null,
+        }
       : null,
     webhooks: task.webhooks.map((webhook) => ({ url: webhook.url, secret_ref: webhook.secretRef, events: webhook.events })),
+    webhook_deliveries: task.webhookDeliveries.map((delivery) => ({
+      id: delivery.id,
+      webhook_index: delivery.webhookIndex,
+      url: delivery.url,
+      event_type: delivery.eventType,
+      status: delivery.status,
+      attempts: delivery.attempts,
+      last_status_code: delivery.lastStatusCode || null,
+      last_error: delivery.lastError || null,
+      next_attempt_at: isoTime(delivery.nextAttemptTime),
+      created_at: isoTime(delivery.createTime),
+      finished_at: isoTime(delivery.finishTime),
+    })),
     created_at: isoTime(task.createTime),
     started_at: isoTime(task.startTime),
     finished_at: isoTime(task.finishTime),

@@ -7,6 +7,7 @@ import {
   loadConfig,
   optionalSetting,
 } from '@actor/kit';
+import { parseAllowHosts } from './webhooks/webhook-address-guard.js';
 
 /** A dollar amount setting (`0.50`), converted to micro-USD. */
 function usdSetting(defaultUsd: string) {
@@ -38,6 +39,31 @@ function usdSetting(defaultUsd: string) {
  * - `EXECUTION_DEFAULT_SLOT_CONCURRENCY`: concurrency of the default slot made per adapter, default 8.
  * - AI-SDK backend: `ACTOR_OPENAI_BASE_URL`, `ACTOR_OPENAI_API_KEY`, `ACTOR_OPENAI_MODEL` and friends
  *   (see services/execution/src/agents/ai-sdk/ai-sdk-discovery.ts), read by adapter discovery.
+ * - `EXECUTION_SECRET_CACHE_MS`: how long a project secret named by an agent slot's `api_key_secret`
+ *   (a bring-your-own key, read from the registry's ResolveSecret) is reused before it is read again,
+ *   default 30000; 0 reads it for every run. Short, so that a rotated key takes effect soon.
+ * - Ollama: `ACTOR_OLLAMA_URL` (default http://127.0.0.1:11434, `off` to skip), `ACTOR_OLLAMA_TIMEOUT_MS`
+ *   (default 1500), `ACTOR_OLLAMA_QUALITY_TIER` (default 2): at start-up the models an Ollama lists
+ *   become `ai-sdk:ollama/<model>` adapters (see services/execution/src/agents/ai-sdk/ollama-discovery.ts).
+ * - Webhook delivery (Standard Webhooks; see README "Webhooks"):
+ *   - `EXECUTION_WEBHOOK_CONCURRENCY`: deliveries this process sends at once, default 8; 0 sends none
+ *     here (another replica must).
+ *   - `EXECUTION_WEBHOOK_TIMEOUT_MS`: per try, until the receiver's answer headers, default 10000.
+ *   - `EXECUTION_WEBHOOK_POLL_INTERVAL_MS`: due deliveries are looked for this often, default 1000.
+ *   - `EXECUTION_WEBHOOK_MAX_ATTEMPTS`: tries per delivery in all, default 10; then `failed`.
+ *   - `EXECUTION_WEBHOOK_MAX_AGE_MS`: no try later than this after the state change, default
+ *     259200000 (3 days); then `failed`.
+ *   - `EXECUTION_WEBHOOK_BACKOFF_BASE_MS`: wait after the first failed try, default 5000; each next
+ *     wait is 4x the last, with +-20% jitter.
+ *   - `EXECUTION_WEBHOOK_BACKOFF_MAX_MS`: longest wait between tries, default 43200000 (12 h).
+ *   - `ACTOR_WEBHOOK_ALLOW_HOSTS`: comma-separated host names or IPs exempt from the SSRF guard
+ *     (loopback, private, link-local and metadata addresses are refused otherwise). For development
+ *     and tests only; empty by default.
+ * - `EXECUTION_CHECK_TIMEOUT_MS`: longest run of one check command in a task's working copy (its
+ *   test command, each postcondition), default 600000 (10 minutes); a longer one is stopped (its whole
+ *   process group) and fails the check. A task's `verify.check_timeout_ms` can lower it, not raise it.
+ * - `EXECUTION_ORPHAN_SWEEP_MS`: how often working copies left by a crashed execution process on this
+ *   host are removed (also once at start), default 600000; 0 sweeps only at start.
  * - plus LOG_LEVEL, DATABASE_URL, ACTOR_DATA_DIR (see kit).
  */
 export const executionConfigSchema = z.object({
@@ -61,6 +87,17 @@ export const executionConfigSchema = z.object({
     .optional()
     .transform((value) => value !== 'false'),
   EXECUTION_DEFAULT_SLOT_CONCURRENCY: integerSetting(8),
+  EXECUTION_CHECK_TIMEOUT_MS: integerSetting(600_000),
+  EXECUTION_ORPHAN_SWEEP_MS: integerSetting(600_000),
+  EXECUTION_WEBHOOK_CONCURRENCY: integerSetting(8),
+  EXECUTION_WEBHOOK_TIMEOUT_MS: integerSetting(10_000),
+  EXECUTION_WEBHOOK_POLL_INTERVAL_MS: integerSetting(1_000),
+  EXECUTION_WEBHOOK_MAX_ATTEMPTS: integerSetting(10),
+  EXECUTION_WEBHOOK_MAX_AGE_MS: integerSetting(259_200_000),
+  EXECUTION_WEBHOOK_BACKOFF_BASE_MS: integerSetting(5_000),
+  EXECUTION_WEBHOOK_BACKOFF_MAX_MS: integerSetting(43_200_000),
+  ACTOR_WEBHOOK_ALLOW_HOSTS: optionalSetting().transform(parseAllowHosts),
+  EXECUTION_SECRET_CACHE_MS: integerSetting(30_000),
 });
 
 export type ExecutionConfig = z.infer<typeof executionConfigSchema>;

@@ -7,7 +7,7 @@ import { PlacementServiceDefinition } from '@actor/proto/placement';
 import { PoolServiceDefinition } from '@actor/proto/pool';
 import { RegistryServiceDefinition } from '@actor/proto/registry';
 import { bootstrapAdapters } from './adapter-bootstrap.js';
-import { createAgentFor, discoverAdapters } from './agents/adapter-catalog.js';
+import { createAgentFor, discoverAllAdapters } from './agents/adapter-catalog.js';
 import type { ExecutionConfig } from './config.js';
 import { TaskRepository } from './db/task-repository.js';
 import { schema } from './db/schema.js';
@@ -17,8 +17,12 @@ import { GrpcBillingPort } from './ports/grpc-billing-port.js';
 import { GrpcPlacementPort } from './ports/grpc-placement-port.js';
 import { GitWorkspacePort } from './ports/git-workspace-port.js';
 import { GrpcPoolPort } from './ports/grpc-pool-port.js';
+import { TaskMemoryPort } from './ports/task-memory-port.js';
+import { GrpcSecretResolver } from './secrets/secret-resolver.js';
 import { TaskEventHub } from './task-event-hub.js';
 import { TaskWorker } from './worker/task-worker.js';
+import { WebhookDeliveryLoop } from './webhooks/webhook-delivery-loop.js';
+import { WebhookDeliveryStore } from './webhooks/webhook-delivery-store.js';
 
 export interface StartExecutionOptions {
   config: ExecutionConfig;
@@ -47,9 +51,39 @@ export async function startExecution({ config, logger, adapterEnv = process.env 
   const placementClient = createClient(PlacementServiceDefinition, config.PLACEMENT_ADDR);
   const billingClient = createClient(BillingServiceDefinition, config.BILLING_ADDR);
   const billing = new GrpcBillingPort(billingClient);
-  const agents = new AdapterAgentsPort(createAgentFor);
+  // One resolver (and cache) for bring-your-own keys and webhook signing secrets.
+  const secrets = new GrpcSecretResolver(registry, { cacheTtlMs: config.EXECUTION_SECRET_CACHE_MS });
+  const agents = new AdapterAgentsPort(createAgentFor, { secrets });
   const pool = new GrpcPoolPort(poolClient);
-  const workspace = new GitWorkspacePort();
+  const workspace = new GitWorkspacePort({ checkTimeoutMs: config.EXECUTION_CHECK_TIMEOUT_MS });
+  // Working copies whose execution process crashed on this host are removed at start and then periodically.
+  const sweepOrphans = () =>
+    workspace
+      .sweepOrphans()
+      .then((sweep) => {
+        if (sweep.removed.length > 0) logger.info({ removed: sweep.removed }, 'removed working copies left by a stopped execution process');
+        if (sweep.failed.length > 0) logger.warn({ failed: sweep.failed }, 'could not remove working copies left by a stopped execution process');
+      })
+      .catch((error: unknown) => logger.warn({ err: error }, 'sweeping orphan working copies failed'));
+  void sweepOrphans();
+  const orphanSweeps = config.EXECUTION_ORPHAN_SWEEP_MS > 0 ? setInterval(() => void sweepOrphans(), config.EXECUTION_ORPHAN_SWEEP_MS) : undefined;
+  orphanSweeps?.unref();
+  // Sends the webhook outbox the repository fills in its state-change transactions.
+  const webhooks = new WebhookDeliveryLoop({
+    store: new WebhookDeliveryStore(database.db),
+    secrets,
+    logger,
+    retry: {
+      maxAttempts: config.EXECUTION_WEBHOOK_MAX_ATTEMPTS,
+      maxAgeMs: config.EXECUTION_WEBHOOK_MAX_AGE_MS,
+      backoffBaseMs: config.EXECUTION_WEBHOOK_BACKOFF_BASE_MS,
+      backoffMaxMs: config.EXECUTION_WEBHOOK_BACKOFF_MAX_MS,
+    },
+    concurrency: config.EXECUTION_WEBHOOK_CONCURRENCY,
+    timeoutMs: config.EXECUTION_WEBHOOK_TIMEOUT_MS,
+    pollIntervalMs: config.EXECUTION_WEBHOOK_POLL_INTERVAL_MS,
+    allowHosts: config.ACTOR_WEBHOOK_ALLOW_HOSTS,
+  });
   const worker = new TaskWorker({
     repository,
     hub,
@@ -58,6 +92,7 @@ export async function startExecution({ config, logger, adapterEnv = process.env 
     pool,
     agents,
     workspace,
+    memory: new TaskMemoryPort(database.db),
     leftovers: {
       releaseTaskReservations: (projectId, taskId) => billing.releaseTaskReservations(projectId, taskId),
       releaseWorkLeases: (projectId, workId) => pool.releaseWorkLeases(projectId, workId),
@@ -88,6 +123,7 @@ export async function startExecution({ config, logger, adapterEnv = process.env 
           billing,
           agents,
           workspace,
+          webhookAllowHosts: config.ACTOR_WEBHOOK_ALLOW_HOSTS,
           defaults: {
             perTaskMicroUsd: config.ACTOR_DEFAULT_PER_TASK_USD,
             perDayMicroUsd: config.ACTOR_DEFAULT_PER_DAY_USD,
@@ -98,20 +134,24 @@ export async function startExecution({ config, logger, adapterEnv = process.env 
         }),
       ),
   });
+  // Deliveries need no adapter: the outbox drains from the start (rows left by a previous run too).
+  webhooks.start();
   // Not ready (grpc.health.v1) until the adapters are declared and the workers run.
   server.health.setStatus('unhealthy');
   server.health.setStatus('unhealthy', ExecutionServiceDefinition.fullName);
-  const discovered = discoverAdapters(adapterEnv);
+  // Discovery may wait (briefly) for a local Ollama to answer; the bootstrap, the workers and the
+  // health status wait for it in turn, while the server already answers.
+  const discovered = discoverAllAdapters(adapterEnv);
   const bootstrapped = config.EXECUTION_BOOTSTRAP
-    ? bootstrapAdapters({
+    ? discovered.then((catalog) => bootstrapAdapters({
         registry,
         pool: poolClient,
-        definitions: discovered.definitions,
-        notReady: discovered.notReady,
+        definitions: catalog.definitions,
+        notReady: catalog.notReady,
         slotConcurrency: config.EXECUTION_DEFAULT_SLOT_CONCURRENCY,
         logger,
-      })
-    : Promise.resolve();
+      }))
+    : discovered.then(() => undefined);
   // Workers start once the adapters are declared, so the first task never races the bootstrap.
   const ready = bootstrapped.then(() => {
     worker.start();
@@ -127,7 +167,9 @@ export async function startExecution({ config, logger, adapterEnv = process.env 
     ready,
     async stop() {
       server.health.setStatus('unhealthy');
+      clearInterval(orphanSweeps);
       await worker.stop();
+      await webhooks.stop();
       await server.shutdown();
       await database.close();
     },

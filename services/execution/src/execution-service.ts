@@ -10,6 +10,7 @@ import { encodeEvent, encodeTask, stateFromProto } from './task-encoding.js';
 import type { TaskEventHub } from './task-event-hub.js';
 import type { GitWorkspacePort } from './ports/git-workspace-port.js';
 import type { TaskWorker } from './worker/task-worker.js';
+import { webhookUrlProblem } from './webhooks/webhook-address-guard.js';
 
 export interface ExecutionServiceDependencies {
   repository: TaskRepository;
@@ -22,6 +23,8 @@ export interface ExecutionServiceDependencies {
   agents: AgentsPort;
   /** Checks a task's workspace (a local git work tree and a ref that resolves). */
   workspace: Pick<GitWorkspacePort, 'problem'>;
+  /** Hosts exempt from the webhook SSRF guard (`ACTOR_WEBHOOK_ALLOW_HOSTS`); default none. */
+  webhookAllowHosts?: readonly string[];
   defaults: TaskDefaults;
   logger: Logger;
   /** Ends open WatchTask streams at shutdown. */
@@ -45,6 +48,11 @@ export function createExecutionService(deps: ExecutionServiceDependencies): Exec
   return {
     async createTask(request) {
       const valid = validateTaskInput(request, deps.defaults);
+      // A URL that is internal as written is refused now; one whose name resolves inside is refused at delivery.
+      const refused = request.webhooks
+        .map((webhook) => webhookUrlProblem(webhook.url, deps.webhookAllowHosts ?? []))
+        .filter((problem): problem is string => problem !== undefined);
+      if (refused.length > 0) throw fail.invalid(refused.join('; '));
       if (request.workspace?.repo) {
         const problem = await deps.workspace.problem(request.workspace.repo, request.workspace.ref);
         if (problem) throw fail.invalid(problem);
@@ -187,6 +195,7 @@ export function createExecutionService(deps: ExecutionServiceDependencies): Exec
         timeoutMs,
         maxBudgetMicroUsd: worstCaseMicroUsd,
         executionId,
+        projectId: request.projectId,
       };
       let result: AgentResult;
       try {

@@ -1,5 +1,13 @@
-import { TaskState, type Attempt, type ExplanationEntry, type Task, type TaskEvent } from '@actor/proto/execution';
-import type { AttemptRow, EventRow, ExplanationRow, TaskRow } from './db/task-repository.js';
+import {
+  TaskState,
+  type Attempt,
+  type ExplanationEntry,
+  type Task,
+  type TaskEvent,
+  type WebhookDelivery,
+} from '@actor/proto/execution';
+import type { AttemptRow, EventRow, ExplanationRow, TaskRow, WebhookDeliveryRow } from './db/task-repository.js';
+import { encodeVerify } from './domain/task-verify.js';
 
 const stateToProto: Record<string, TaskState> = {
   queued: TaskState.TASK_STATE_QUEUED,
@@ -66,10 +74,29 @@ function encodeExplanation(row: ExplanationRow): ExplanationEntry {
   };
 }
 
-/** A task row (and, for single reads, its attempts and explanation) as the proto Task. */
+function encodeWebhookDelivery(row: WebhookDeliveryRow): WebhookDelivery {
+  return {
+    id: row.id,
+    webhookIndex: row.webhookIndex,
+    url: row.url,
+    eventType: row.eventType,
+    status: row.status,
+    attempts: row.attempts,
+    lastStatusCode: row.lastStatusCode ?? 0,
+    lastError: row.lastError ?? '',
+    nextAttemptTime: row.status === 'pending' ? row.nextAttemptAt : undefined,
+    createTime: row.createdAt,
+    finishTime: row.finishedAt ?? undefined,
+  };
+}
+
+/** A task row (and, for single reads, its attempts, explanation and webhook deliveries) as the proto Task. */
 export function encodeTask(
   row: TaskRow,
-  details: { attempts: AttemptRow[]; explanation: ExplanationRow[] } = { attempts: [], explanation: [] },
+  details: { attempts: AttemptRow[]; explanation: ExplanationRow[]; webhookDeliveries?: WebhookDeliveryRow[] } = {
+    attempts: [],
+    explanation: [],
+  },
 ): Task {
   const classification = row.classification as
     | { taskClass: string; vision: boolean; difficulty: number; reason: string }
@@ -91,7 +118,7 @@ export function encodeTask(
     backends: row.backends,
     capabilities: row.capabilities,
     workspace: (row.workspace as { repo: string; ref: string } | null) ?? undefined,
-    verify: { judge: row.verify.judge, testCommand: row.verify.testCommand ?? '', judgeSet: true },
+    verify: encodeVerify(row.verify),
     webhooks: row.webhooks,
     cancelRequestedBy: row.cancelRequestedBy ?? '',
     createTime: row.createdAt,
@@ -99,6 +126,7 @@ export function encodeTask(
     finishTime: row.finishedAt ?? undefined,
     requestId: row.requestId ?? '',
     lastEventSeq: row.lastEventSeq,
+    webhookDeliveries: (details.webhookDeliveries ?? []).map(encodeWebhookDelivery),
   };
 }
 

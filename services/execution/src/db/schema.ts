@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { bigint, index, integer, jsonb, pgSchema, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import type { TaskVerify } from '@actor/engine';
 
 export const execution = pgSchema('execution');
 
@@ -24,7 +25,8 @@ export const tasks = execution.table(
     backends: jsonb('backends').$type<string[]>().notNull(),
     capabilities: jsonb('capabilities').$type<string[]>().notNull(),
     workspace: jsonb('workspace'),
-    verify: jsonb('verify').$type<{ judge: boolean; testCommand?: string }>().notNull(),
+    // The engine's TaskVerify: judge, testCommand, citations, postconditions, checkTimeoutMs.
+    verify: jsonb('verify').$type<TaskVerify>().notNull(),
     webhooks: jsonb('webhooks').$type<Array<{ url: string; secretRef: string; events: string[] }>>().notNull(),
     attachments: jsonb('attachments').$type<Array<{ name: string; mediaType: string; dataBase64: string; url: string }>>().notNull(),
     cancelRequestedBy: text('cancel_requested_by'),
@@ -106,4 +108,42 @@ export const explanationEntries = execution.table(
   (table) => [primaryKey({ columns: [table.taskId, table.position] })],
 );
 
-export const schema = { tasks, attempts, taskEvents, explanationEntries };
+/**
+ * The webhook outbox: one row per (task, subscription, state change), written in the transaction that
+ * records the state change, sent later by the delivery loop (src/webhooks/). The id is the
+ * `webhook-id` header and never changes across retries. `next_attempt_at` is both the schedule and
+ * the claim: a sender pushes it past its request timeout before POSTing, so a replica that dies
+ * mid-send leaves the row due again (at-least-once delivery).
+ */
+export const webhookDeliveries = execution.table(
+  'webhook_deliveries',
+  {
+    id: text('id').primaryKey(),
+    taskId: text('task_id')
+      .notNull()
+      .references(() => tasks.id),
+    projectId: text('project_id').notNull(),
+    webhookIndex: integer('webhook_index').notNull(),
+    url: text('url').notNull(),
+    secretRef: text('secret_ref').notNull(),
+    eventType: text('event_type').notNull(),
+    /** The exact JSON body, signed and sent as is on every try. */
+    payload: text('payload').notNull(),
+    /** `pending` | `delivered` | `failed`. */
+    status: text('status').notNull().default('pending'),
+    attempts: integer('attempts').notNull().default(0),
+    nextAttemptAt: timestamp('next_attempt_at', { withTimezone: true }).notNull().defaultNow(),
+    lastAttemptAt: timestamp('last_attempt_at', { withTimezone: true }),
+    lastStatusCode: integer('last_status_code'),
+    lastError: text('last_error'),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    finishedAt: timestamp('finished_at', { withTimezone: true }),
+  },
+  (table) => [
+    index('webhook_deliveries_task').on(table.taskId, table.createdAt),
+    // The loop claims from this partial index: only rows still to send are in it.
+    index('webhook_deliveries_due').on(table.nextAttemptAt).where(sql`status = 'pending'`),
+  ],
+);
+
+export const schema = { tasks, attempts, taskEvents, explanationEntries, webhookDeliveries };

@@ -1,6 +1,7 @@
 import { and, asc, desc, eq, gt, inArray, isNotNull, lt, sql } from 'drizzle-orm';
-import type { Database } from '@actor/kit';
-import { attempts, explanationEntries, schema, taskEvents, tasks } from './schema.js';
+import { newId, type Database } from '@actor/kit';
+import { wantsEvent, webhookBody, type TaskStateChange, type WebhookSubscription } from '../webhooks/webhook-events.js';
+import { attempts, explanationEntries, schema, taskEvents, tasks, webhookDeliveries } from './schema.js';
 
 export type TaskRow = typeof tasks.$inferSelect;
 export type TaskInsert = typeof tasks.$inferInsert;
@@ -8,6 +9,7 @@ export type AttemptRow = typeof attempts.$inferSelect;
 export type AttemptInsert = typeof attempts.$inferInsert;
 export type EventRow = typeof taskEvents.$inferSelect;
 export type ExplanationRow = typeof explanationEntries.$inferSelect;
+export type WebhookDeliveryRow = typeof webhookDeliveries.$inferSelect;
 
 export type TaskState = 'queued' | 'running' | 'verifying' | 'succeeded' | 'failed' | 'cancelled';
 export const terminalStates: TaskState[] = ['succeeded', 'failed', 'cancelled'];
@@ -50,7 +52,9 @@ export class TaskRepository {
         return { task: existing!, replayed: true };
       }
       await tx.insert(taskEvents).values({ taskId: row.id, seq: 1, kind: 'state', data: { state: 'queued' } });
-      return { task: inserted[0]!, replayed: false };
+      const task = inserted[0]!;
+      await this.enqueueWebhooks(tx, task.webhooks, { taskId: task.id, projectId: task.projectId, state: 'queued', costMicroUsd: 0, at: task.createdAt });
+      return { task, replayed: false };
     });
   }
 
@@ -62,16 +66,49 @@ export class TaskRepository {
     return row;
   }
 
-  async details(taskId: string): Promise<{ attempts: AttemptRow[]; explanation: ExplanationRow[] }> {
-    const [attemptRows, explanationRows] = await Promise.all([
+  async details(
+    taskId: string,
+  ): Promise<{ attempts: AttemptRow[]; explanation: ExplanationRow[]; webhookDeliveries: WebhookDeliveryRow[] }> {
+    const [attemptRows, explanationRows, deliveryRows] = await Promise.all([
       this.db.select().from(attempts).where(eq(attempts.taskId, taskId)).orderBy(asc(attempts.number)),
       this.db
         .select()
         .from(explanationEntries)
         .where(eq(explanationEntries.taskId, taskId))
         .orderBy(asc(explanationEntries.position)),
+      this.db
+        .select()
+        .from(webhookDeliveries)
+        .where(eq(webhookDeliveries.taskId, taskId))
+        .orderBy(asc(webhookDeliveries.createdAt), asc(webhookDeliveries.id)),
     ]);
-    return { attempts: attemptRows, explanation: explanationRows };
+    return { attempts: attemptRows, explanation: explanationRows, webhookDeliveries: deliveryRows };
+  }
+
+  /**
+   * Writes one outbox row per subscription that wants this state change, inside the caller's
+   * transaction: the rows commit (or vanish) with the state change itself. The delivery loop
+   * (src/webhooks/) sends them.
+   */
+  private async enqueueWebhooks(tx: Transaction, subscriptions: WebhookSubscription[], change: TaskStateChange): Promise<void> {
+    const eventType = `task.${change.state}` as const;
+    const rows = subscriptions.flatMap((subscription, webhookIndex) =>
+      wantsEvent(subscription, eventType)
+        ? [
+            {
+              id: newId('whk'),
+              taskId: change.taskId,
+              projectId: change.projectId,
+              webhookIndex,
+              url: subscription.url,
+              secretRef: subscription.secretRef,
+              eventType,
+              payload: webhookBody(change),
+            },
+          ]
+        : [],
+    );
+    if (rows.length > 0) await tx.insert(webhookDeliveries).values(rows);
   }
 
   /** Newest first; the page token is the id of the last task of the previous page (ids sort by time). */
@@ -173,11 +210,24 @@ export class TaskRepository {
   /** Moves a claimed task to running or verifying, with its event. */
   async setState(taskId: string, state: 'running' | 'verifying'): Promise<EventRow> {
     return this.db.transaction(async (tx) => {
-      const [current] = await tx.select({ startedAt: tasks.startedAt }).from(tasks).where(eq(tasks.id, taskId)).for('update');
+      const [current] = await tx
+        .select({ startedAt: tasks.startedAt, projectId: tasks.projectId, webhooks: tasks.webhooks, costMicroUsd: tasks.costMicroUsd })
+        .from(tasks)
+        .where(eq(tasks.id, taskId))
+        .for('update');
       const [event] = await this.appendEvents(tx, taskId, [{ kind: 'state', data: { state } }], {
         state,
         ...(current?.startedAt ? {} : { startedAt: new Date() }),
       });
+      if (current) {
+        await this.enqueueWebhooks(tx, current.webhooks, {
+          taskId,
+          projectId: current.projectId,
+          state,
+          costMicroUsd: current.costMicroUsd,
+          at: event!.createdAt,
+        });
+      }
       return event!;
     });
   }
@@ -188,10 +238,14 @@ export class TaskRepository {
    */
   async finish(taskId: string, finish: TaskFinish): Promise<EventRow[]> {
     return this.db.transaction(async (tx) => {
-      const [current] = await tx.select({ state: tasks.state }).from(tasks).where(eq(tasks.id, taskId)).for('update');
+      const [current] = await tx
+        .select({ state: tasks.state, projectId: tasks.projectId, webhooks: tasks.webhooks })
+        .from(tasks)
+        .where(eq(tasks.id, taskId))
+        .for('update');
       if (!current || terminalStates.includes(current.state as TaskState)) return [];
       const error = finish.errorCode ? { code: finish.errorCode, message: finish.errorMessage ?? '' } : null;
-      return this.appendEvents(
+      const events = await this.appendEvents(
         tx,
         taskId,
         [
@@ -209,6 +263,17 @@ export class TaskRepository {
           claimExpiresAt: null,
         },
       );
+      await this.enqueueWebhooks(tx, current.webhooks, {
+        taskId,
+        projectId: current.projectId,
+        state: finish.state,
+        result: finish.result,
+        errorCode: finish.errorCode,
+        errorMessage: finish.errorMessage,
+        costMicroUsd: finish.costMicroUsd,
+        at: events[0]!.createdAt,
+      });
+      return events;
     });
   }
 
@@ -247,6 +312,15 @@ export class TaskRepository {
         ],
         { ...cancelFields, state: 'cancelled', errorCode: 'actor.cancelled', errorMessage: message, finishedAt: new Date() },
       );
+      await this.enqueueWebhooks(tx, current.webhooks, {
+        taskId,
+        projectId: current.projectId,
+        state: 'cancelled',
+        errorCode: 'actor.cancelled',
+        errorMessage: message,
+        costMicroUsd: 0,
+        at: events[0]!.createdAt,
+      });
       const [task] = await tx.select().from(tasks).where(eq(tasks.id, taskId));
       return { task, events };
     });

@@ -1,6 +1,8 @@
 import { fail } from '@actor/kit';
 import type { CreateTaskRequest } from '@actor/proto/execution';
 import { isMode } from '../ports/mode.js';
+import { decodeVerify } from './task-verify.js';
+import { webhookEventsProblem } from '../webhooks/webhook-events.js';
 
 /** Platform limits on a task's input; the gateway enforces the same before calling. */
 export const maxInputChars = 100_000;
@@ -41,15 +43,16 @@ export function validateTaskInput(request: CreateTaskRequest, defaults: TaskDefa
       problems.push(`webhook url "${webhook.url}" is not a URL`);
     }
     if (url && url.protocol !== 'https:' && url.protocol !== 'http:') problems.push('webhook urls must be http(s)');
+    if (!webhook.secretRef) problems.push(`webhook "${webhook.url}" needs a secret_ref (the project secret that signs it)`);
+    const eventsProblem = webhookEventsProblem(webhook.events);
+    if (eventsProblem) problems.push(eventsProblem);
   }
+  const verify = decodeVerify(request.verify, Boolean(request.workspace?.repo), problems);
   if (problems.length > 0) throw fail.invalid(problems.join('; '));
   return {
     mode: mode as Parameters<typeof isMode>[0] & string,
     perTaskMicroUsd: perTask || defaults.perTaskMicroUsd,
     perDayMicroUsd: perDay || defaults.perDayMicroUsd,
-    verify: {
-      judge: request.verify?.judgeSet ? request.verify.judge : true,
-      ...(request.verify?.testCommand ? { testCommand: request.verify.testCommand } : {}),
-    },
+    verify,
   };
 }

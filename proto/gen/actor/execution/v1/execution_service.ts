@@ -84,6 +84,59 @@ export function taskStateToJSON(object: TaskState): string {
   }
 }
 
+/** CitationStyle says what counts as one citation. */
+export enum CitationStyle {
+  /** CITATION_STYLE_UNSPECIFIED - No citations asked. */
+  CITATION_STYLE_UNSPECIFIED = 0,
+  /** CITATION_STYLE_URL - A distinct http(s) URL anywhere in the answer. */
+  CITATION_STYLE_URL = 1,
+  /**
+   * CITATION_STYLE_NUMBERED - A distinct marker `[n]` in the text that also has its entry: a line starting with `[n]` and the
+   * source. A marker without an entry fails the check.
+   */
+  CITATION_STYLE_NUMBERED = 2,
+  /** CITATION_STYLE_REGEX - A distinct match of `pattern`. */
+  CITATION_STYLE_REGEX = 3,
+  UNRECOGNIZED = -1,
+}
+
+export function citationStyleFromJSON(object: any): CitationStyle {
+  switch (object) {
+    case 0:
+    case "CITATION_STYLE_UNSPECIFIED":
+      return CitationStyle.CITATION_STYLE_UNSPECIFIED;
+    case 1:
+    case "CITATION_STYLE_URL":
+      return CitationStyle.CITATION_STYLE_URL;
+    case 2:
+    case "CITATION_STYLE_NUMBERED":
+      return CitationStyle.CITATION_STYLE_NUMBERED;
+    case 3:
+    case "CITATION_STYLE_REGEX":
+      return CitationStyle.CITATION_STYLE_REGEX;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return CitationStyle.UNRECOGNIZED;
+  }
+}
+
+export function citationStyleToJSON(object: CitationStyle): string {
+  switch (object) {
+    case CitationStyle.CITATION_STYLE_UNSPECIFIED:
+      return "CITATION_STYLE_UNSPECIFIED";
+    case CitationStyle.CITATION_STYLE_URL:
+      return "CITATION_STYLE_URL";
+    case CitationStyle.CITATION_STYLE_NUMBERED:
+      return "CITATION_STYLE_NUMBERED";
+    case CitationStyle.CITATION_STYLE_REGEX:
+      return "CITATION_STYLE_REGEX";
+    case CitationStyle.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
+
 /** Budget is the caller's hard limits, in micro-USD. */
 export interface Budget {
   /** Most the task may spend across all attempts and judges; 0 means the platform default. */
@@ -98,8 +151,52 @@ export interface Webhook {
   url: string;
   /** The project secret that signs deliveries (Standard Webhooks). */
   secretRef: string;
-  /** Event types wanted (`task.succeeded`, ...); empty means every state change. */
+  /**
+   * Event types wanted: `task.queued`, `task.running`, `task.verifying`, `task.succeeded`,
+   * `task.failed`, `task.cancelled` (one per task state), or `task.*` for every state change. Empty
+   * means the terminal ones: `task.succeeded`, `task.failed`, `task.cancelled`. Anything else is
+   * INVALID_ARGUMENT.
+   */
   events: string[];
+}
+
+/**
+ * WebhookDelivery is one state change sent to one subscription: a signed POST (Standard Webhooks),
+ * retried with backoff until a 2xx answer or until it is given up.
+ */
+export interface WebhookDelivery {
+  /** `whk_<ULID>`: the `webhook-id` header, the same on every retry, so receivers can deduplicate. */
+  id: string;
+  /** Index of the subscription in the task's `webhooks`. */
+  webhookIndex: number;
+  /** The subscription's URL. */
+  url: string;
+  /** The event type sent (`task.succeeded`, ...). */
+  eventType: string;
+  /**
+   * `pending` (waiting for its first or next try), `delivered` (answered 2xx) or `failed` (given up:
+   * retries or age used up, 410 Gone, or an address the SSRF guard refuses).
+   */
+  status: string;
+  /** POSTs tried so far. */
+  attempts: number;
+  /**
+   * HTTP status of the last answer; 0 when there was none (timeout, network error, refused address,
+   * missing secret).
+   */
+  lastStatusCode: number;
+  /** Why the last try failed, for people; empty after success. Never contains a secret. */
+  lastError: string;
+  /** When the next try is due; unset unless `pending`. */
+  nextAttemptTime:
+    | Date
+    | undefined;
+  /** When the state change was recorded. */
+  createTime:
+    | Date
+    | undefined;
+  /** When it was delivered or given up; unset while `pending`. */
+  finishTime: Date | undefined;
 }
 
 /** Workspace is where code tasks run. */
@@ -110,7 +207,11 @@ export interface Workspace {
   ref: string;
 }
 
-/** Verify says how the task's answer is checked besides the judge. */
+/**
+ * Verify says how the task's answer is checked besides the judge. The task's own checks run first,
+ * in this order: citations, test command, postconditions; the first that fails rejects the attempt
+ * (which escalates to a stronger backend) without a judge call. Then the judge, when on.
+ */
 export interface Verify {
   /** A command that must exit 0 in the workspace (code tasks). */
   testCommand: string;
@@ -118,6 +219,35 @@ export interface Verify {
   judge: boolean;
   /** Whether `judge` was set explicitly (so that false can be told from unset). */
   judgeSet: boolean;
+  /** Citations the answer must carry (research tasks); unset: none asked. */
+  citations:
+    | CitationRequirement
+    | undefined;
+  /**
+   * Shell commands (`sh -c`) run one by one in the attempt's working copy after the work; each must
+   * exit 0, and the first that does not rejects the attempt. Up to 16, each 1..4000 characters. They
+   * need `workspace`: a task with postconditions and no workspace is refused with INVALID_ARGUMENT.
+   */
+  postconditions: string[];
+  /**
+   * Time limit of each command above (test command, each postcondition), in ms; 0: the service's
+   * setting (EXECUTION_CHECK_TIMEOUT_MS). It can only lower that setting: a larger value is held to it.
+   */
+  checkTimeoutMs: number;
+}
+
+/** CitationRequirement is how many citations of which form an answer must carry. */
+export interface CitationRequirement {
+  /** What counts as a citation; UNSPECIFIED means the requirement is absent. */
+  style: CitationStyle;
+  /**
+   * For CITATION_STYLE_REGEX only (required there, refused elsewhere): a JavaScript regular
+   * expression of at most 500 characters, matched with flags `gm`; a pattern that runs longer than
+   * 1 s over an answer fails the check.
+   */
+  pattern: string;
+  /** The least number of distinct citations, 1..1000; 0 means 1. */
+  min: number;
 }
 
 /** Attachment is a file or image sent with the task. */
@@ -219,8 +349,9 @@ export interface Attempt {
 /** ExplanationEntry is one decision of the pipeline, in order. */
 export interface ExplanationEntry {
   /**
-   * `evaluate`, `place`, `reserve`, `lease`, `execute`, `verify`, `escalate`, `failover`, `settle`,
-   * `finish`.
+   * `evaluate`, `enhance` (context added to the prompt: its detail lists the memory notes and files
+   * added and `addedCharacters`), `place`, `reserve`, `lease`, `execute`, `verify`, `escalate`,
+   * `failover`, `settle`, `finish`.
    */
   step: string;
   /** The attempt number it belongs to (0 for task-level steps). */
@@ -303,6 +434,11 @@ export interface Task {
   requestId: string;
   /** Sequence number of the task's newest event. */
   lastEventSeq: number;
+  /**
+   * The task's webhook deliveries, oldest first (filled by single-task reads such as GetTask; empty
+   * in ListTasks).
+   */
+  webhookDeliveries: WebhookDelivery[];
 }
 
 /** TaskEvent is one progress event. */
@@ -661,6 +797,275 @@ export const Webhook: MessageFns<Webhook> = {
   },
 };
 
+function createBaseWebhookDelivery(): WebhookDelivery {
+  return {
+    id: "",
+    webhookIndex: 0,
+    url: "",
+    eventType: "",
+    status: "",
+    attempts: 0,
+    lastStatusCode: 0,
+    lastError: "",
+    nextAttemptTime: undefined,
+    createTime: undefined,
+    finishTime: undefined,
+  };
+}
+
+export const WebhookDelivery: MessageFns<WebhookDelivery> = {
+  encode(message: WebhookDelivery, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.webhookIndex !== 0) {
+      writer.uint32(16).int32(message.webhookIndex);
+    }
+    if (message.url !== "") {
+      writer.uint32(26).string(message.url);
+    }
+    if (message.eventType !== "") {
+      writer.uint32(34).string(message.eventType);
+    }
+    if (message.status !== "") {
+      writer.uint32(42).string(message.status);
+    }
+    if (message.attempts !== 0) {
+      writer.uint32(48).int32(message.attempts);
+    }
+    if (message.lastStatusCode !== 0) {
+      writer.uint32(56).int32(message.lastStatusCode);
+    }
+    if (message.lastError !== "") {
+      writer.uint32(66).string(message.lastError);
+    }
+    if (message.nextAttemptTime !== undefined) {
+      Timestamp.encode(toTimestamp(message.nextAttemptTime), writer.uint32(74).fork()).join();
+    }
+    if (message.createTime !== undefined) {
+      Timestamp.encode(toTimestamp(message.createTime), writer.uint32(82).fork()).join();
+    }
+    if (message.finishTime !== undefined) {
+      Timestamp.encode(toTimestamp(message.finishTime), writer.uint32(90).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): WebhookDelivery {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseWebhookDelivery();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.webhookIndex = reader.int32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.url = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.eventType = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.status = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.attempts = reader.int32();
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.lastStatusCode = reader.int32();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.lastError = reader.string();
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.nextAttemptTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.createTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.finishTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): WebhookDelivery {
+    return {
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      webhookIndex: isSet(object.webhookIndex)
+        ? globalThis.Number(object.webhookIndex)
+        : isSet(object.webhook_index)
+        ? globalThis.Number(object.webhook_index)
+        : 0,
+      url: isSet(object.url) ? globalThis.String(object.url) : "",
+      eventType: isSet(object.eventType)
+        ? globalThis.String(object.eventType)
+        : isSet(object.event_type)
+        ? globalThis.String(object.event_type)
+        : "",
+      status: isSet(object.status) ? globalThis.String(object.status) : "",
+      attempts: isSet(object.attempts) ? globalThis.Number(object.attempts) : 0,
+      lastStatusCode: isSet(object.lastStatusCode)
+        ? globalThis.Number(object.lastStatusCode)
+        : isSet(object.last_status_code)
+        ? globalThis.Number(object.last_status_code)
+        : 0,
+      lastError: isSet(object.lastError)
+        ? globalThis.String(object.lastError)
+        : isSet(object.last_error)
+        ? globalThis.String(object.last_error)
+        : "",
+      nextAttemptTime: isSet(object.nextAttemptTime)
+        ? fromJsonTimestamp(object.nextAttemptTime)
+        : isSet(object.next_attempt_time)
+        ? fromJsonTimestamp(object.next_attempt_time)
+        : undefined,
+      createTime: isSet(object.createTime)
+        ? fromJsonTimestamp(object.createTime)
+        : isSet(object.create_time)
+        ? fromJsonTimestamp(object.create_time)
+        : undefined,
+      finishTime: isSet(object.finishTime)
+        ? fromJsonTimestamp(object.finishTime)
+        : isSet(object.finish_time)
+        ? fromJsonTimestamp(object.finish_time)
+        : undefined,
+    };
+  },
+
+  toJSON(message: WebhookDelivery): unknown {
+    const obj: any = {};
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.webhookIndex !== 0) {
+      obj.webhookIndex = Math.round(message.webhookIndex);
+    }
+    if (message.url !== "") {
+      obj.url = message.url;
+    }
+    if (message.eventType !== "") {
+      obj.eventType = message.eventType;
+    }
+    if (message.status !== "") {
+      obj.status = message.status;
+    }
+    if (message.attempts !== 0) {
+      obj.attempts = Math.round(message.attempts);
+    }
+    if (message.lastStatusCode !== 0) {
+      obj.lastStatusCode = Math.round(message.lastStatusCode);
+    }
+    if (message.lastError !== "") {
+      obj.lastError = message.lastError;
+    }
+    if (message.nextAttemptTime !== undefined) {
+      obj.nextAttemptTime = message.nextAttemptTime.toISOString();
+    }
+    if (message.createTime !== undefined) {
+      obj.createTime = message.createTime.toISOString();
+    }
+    if (message.finishTime !== undefined) {
+      obj.finishTime = message.finishTime.toISOString();
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<WebhookDelivery>): WebhookDelivery {
+    return WebhookDelivery.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<WebhookDelivery>): WebhookDelivery {
+    const message = createBaseWebhookDelivery();
+    message.id = object.id ?? "";
+    message.webhookIndex = object.webhookIndex ?? 0;
+    message.url = object.url ?? "";
+    message.eventType = object.eventType ?? "";
+    message.status = object.status ?? "";
+    message.attempts = object.attempts ?? 0;
+    message.lastStatusCode = object.lastStatusCode ?? 0;
+    message.lastError = object.lastError ?? "";
+    message.nextAttemptTime = object.nextAttemptTime ?? undefined;
+    message.createTime = object.createTime ?? undefined;
+    message.finishTime = object.finishTime ?? undefined;
+    return message;
+  },
+};
+
 function createBaseWorkspace(): Workspace {
   return { repo: "", ref: "" };
 }
@@ -747,7 +1152,14 @@ export const Workspace: MessageFns<Workspace> = {
 };
 
 function createBaseVerify(): Verify {
-  return { testCommand: "", judge: false, judgeSet: false };
+  return {
+    testCommand: "",
+    judge: false,
+    judgeSet: false,
+    citations: undefined,
+    postconditions: [],
+    checkTimeoutMs: 0,
+  };
 }
 
 export const Verify: MessageFns<Verify> = {
@@ -760,6 +1172,15 @@ export const Verify: MessageFns<Verify> = {
     }
     if (message.judgeSet !== false) {
       writer.uint32(24).bool(message.judgeSet);
+    }
+    if (message.citations !== undefined) {
+      CitationRequirement.encode(message.citations, writer.uint32(34).fork()).join();
+    }
+    for (const v of message.postconditions) {
+      writer.uint32(42).string(v!);
+    }
+    if (message.checkTimeoutMs !== 0) {
+      writer.uint32(48).int64(message.checkTimeoutMs);
     }
     return writer;
   },
@@ -801,6 +1222,30 @@ export const Verify: MessageFns<Verify> = {
             message.judgeSet = reader.bool();
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.citations = CitationRequirement.decode(reader, reader.uint32());
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.postconditions.push(reader.string());
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.checkTimeoutMs = longToNumber(reader.int64());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -826,6 +1271,15 @@ export const Verify: MessageFns<Verify> = {
         : isSet(object.judge_set)
         ? globalThis.Boolean(object.judge_set)
         : false,
+      citations: isSet(object.citations) ? CitationRequirement.fromJSON(object.citations) : undefined,
+      postconditions: globalThis.Array.isArray(object?.postconditions)
+        ? object.postconditions.map((e: any) => globalThis.String(e))
+        : [],
+      checkTimeoutMs: isSet(object.checkTimeoutMs)
+        ? globalThis.Number(object.checkTimeoutMs)
+        : isSet(object.check_timeout_ms)
+        ? globalThis.Number(object.check_timeout_ms)
+        : 0,
     };
   },
 
@@ -840,6 +1294,15 @@ export const Verify: MessageFns<Verify> = {
     if (message.judgeSet !== false) {
       obj.judgeSet = message.judgeSet;
     }
+    if (message.citations !== undefined) {
+      obj.citations = CitationRequirement.toJSON(message.citations);
+    }
+    if (message.postconditions?.length) {
+      obj.postconditions = message.postconditions;
+    }
+    if (message.checkTimeoutMs !== 0) {
+      obj.checkTimeoutMs = Math.round(message.checkTimeoutMs);
+    }
     return obj;
   },
 
@@ -851,6 +1314,112 @@ export const Verify: MessageFns<Verify> = {
     message.testCommand = object.testCommand ?? "";
     message.judge = object.judge ?? false;
     message.judgeSet = object.judgeSet ?? false;
+    message.citations = (object.citations !== undefined && object.citations !== null)
+      ? CitationRequirement.fromPartial(object.citations)
+      : undefined;
+    message.postconditions = object.postconditions?.map((e) => e) || [];
+    message.checkTimeoutMs = object.checkTimeoutMs ?? 0;
+    return message;
+  },
+};
+
+function createBaseCitationRequirement(): CitationRequirement {
+  return { style: 0, pattern: "", min: 0 };
+}
+
+export const CitationRequirement: MessageFns<CitationRequirement> = {
+  encode(message: CitationRequirement, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.style !== 0) {
+      writer.uint32(8).int32(message.style);
+    }
+    if (message.pattern !== "") {
+      writer.uint32(18).string(message.pattern);
+    }
+    if (message.min !== 0) {
+      writer.uint32(24).int32(message.min);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CitationRequirement {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCitationRequirement();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.style = reader.int32() as any;
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.pattern = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.min = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CitationRequirement {
+    return {
+      style: isSet(object.style) ? citationStyleFromJSON(object.style) : 0,
+      pattern: isSet(object.pattern) ? globalThis.String(object.pattern) : "",
+      min: isSet(object.min) ? globalThis.Number(object.min) : 0,
+    };
+  },
+
+  toJSON(message: CitationRequirement): unknown {
+    const obj: any = {};
+    if (message.style !== 0) {
+      obj.style = citationStyleToJSON(message.style);
+    }
+    if (message.pattern !== "") {
+      obj.pattern = message.pattern;
+    }
+    if (message.min !== 0) {
+      obj.min = Math.round(message.min);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<CitationRequirement>): CitationRequirement {
+    return CitationRequirement.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CitationRequirement>): CitationRequirement {
+    const message = createBaseCitationRequirement();
+    message.style = object.style ?? 0;
+    message.pattern = object.pattern ?? "";
+    message.min = object.min ?? 0;
     return message;
   },
 };
@@ -2021,6 +2590,7 @@ function createBaseTask(): Task {
     finishTime: undefined,
     requestId: "",
     lastEventSeq: 0,
+    webhookDeliveries: [],
   };
 }
 
@@ -2097,6 +2667,9 @@ export const Task: MessageFns<Task> = {
     }
     if (message.lastEventSeq !== 0) {
       writer.uint32(192).int64(message.lastEventSeq);
+    }
+    for (const v of message.webhookDeliveries) {
+      WebhookDelivery.encode(v!, writer.uint32(202).fork()).join();
     }
     return writer;
   },
@@ -2306,6 +2879,14 @@ export const Task: MessageFns<Task> = {
             message.lastEventSeq = longToNumber(reader.int64());
             continue;
           }
+          case 25: {
+            if (tag !== 202) {
+              break;
+            }
+
+            message.webhookDeliveries.push(WebhookDelivery.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2384,6 +2965,11 @@ export const Task: MessageFns<Task> = {
         : isSet(object.last_event_seq)
         ? globalThis.Number(object.last_event_seq)
         : 0,
+      webhookDeliveries: globalThis.Array.isArray(object?.webhookDeliveries)
+        ? object.webhookDeliveries.map((e: any) => WebhookDelivery.fromJSON(e))
+        : globalThis.Array.isArray(object?.webhook_deliveries)
+        ? object.webhook_deliveries.map((e: any) => WebhookDelivery.fromJSON(e))
+        : [],
     };
   },
 
@@ -2461,6 +3047,9 @@ export const Task: MessageFns<Task> = {
     if (message.lastEventSeq !== 0) {
       obj.lastEventSeq = Math.round(message.lastEventSeq);
     }
+    if (message.webhookDeliveries?.length) {
+      obj.webhookDeliveries = message.webhookDeliveries.map((e) => WebhookDelivery.toJSON(e));
+    }
     return obj;
   },
 
@@ -2503,6 +3092,7 @@ export const Task: MessageFns<Task> = {
     message.finishTime = object.finishTime ?? undefined;
     message.requestId = object.requestId ?? "";
     message.lastEventSeq = object.lastEventSeq ?? 0;
+    message.webhookDeliveries = object.webhookDeliveries?.map((e) => WebhookDelivery.fromPartial(e)) || [];
     return message;
   },
 };

@@ -825,7 +825,7 @@ class TaskRun {
       if (error.code === 'actor.budget.exceeded') {
         return this.fail(
           'actor.budget.exceeded',
-          `Attempt ${number} needs a judge, but after the work's worst case of ${formatUsd(worker.worstCaseCostMicroUsd)} on ${namedPlacement(worker)} the task budget leaves ${formatUsd(Math.max(0, judgeLeft.taskMicroUsd))}, too little for any judge. ${sentence(error.message)} ${this.nothingRun(number)}`,
+          `Attempt ${number} needs a judge, but after the work's worst case of ${formatUsd(worker.worstCaseCostMicroUsd)} on ${namedPlacement(worker)} ${budgetLeftPhrase(judgeLeft)}, too little for any judge. ${sentence(error.message)} ${this.nothingRun(number)}`,
         );
       }
       return this.fail(
@@ -1269,4 +1269,11 @@ class TaskRun {
     }
     if (failure !== undefined) throw failure;
   }
+}
+
+/** What is left of the tighter of the two budgets, named, for messages: the day's can be the one that binds. */
+function budgetLeftPhrase(left: { taskMicroUsd: number; dayMicroUsd: number }): string {
+  return left.dayMicroUsd < left.taskMicroUsd
+    ? `the project's day budget leaves ${formatUsd(Math.max(0, left.dayMicroUsd))}`
+    : `the task budget leaves ${formatUsd(Math.max(0, left.taskMicroUsd))}`;
 }

@@ -2,16 +2,21 @@
  * Lease throughput: acquire -> release cycles per second and acquire latency (p50/p99) against the pool
  * service (gRPC, on Postgres) with 1, 16 and 64 concurrent workers, the pool server running in its own
  * process (`node --import tsx services/pool/src/main.ts`, as the platform runs it, so client and server
- * do not share an event loop) and, for comparison, in this process; and in the same run
- * the job rate of graphile-worker doing the same claim-and-complete work (a task that completes at once)
- * with the same concurrency on the same Postgres. A fresh database is created for the run and dropped
- * afterwards.
+ * do not share an event loop), once as configured by default and once with
+ * POOL_RELEASE_SYNCHRONOUS_COMMIT=true (a disk sync per release too, as graphile-worker does per
+ * completion), and in this process; and in the same run the job rate of graphile-worker doing the
+ * same claim-and-complete work (a task that completes at once) with the same concurrency and the
+ * same number of Postgres connections on the same Postgres. Levels are interleaved (every system at
+ * 1 worker, then every system at 16, ...) so that a shared machine's load drifting over the run
+ * skews no system against another. A fresh database is created for the run and dropped afterwards.
  *
  *   npx tsx bench/lease/lease-benchmark.ts
  *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres SECONDS_PER_LEVEL=5 LEVELS=1,16,64 npx tsx bench/lease/lease-benchmark.ts
- *   POOL_PLACEMENT=process (or in-process; default both) npx tsx bench/lease/lease-benchmark.ts
+ *   POOL_PLACEMENT=process,process-sync-release,in-process (the default; any subset) npx tsx bench/lease/lease-benchmark.ts
+ *   PG_CONNECTIONS=10 (the default): Postgres connections of the pool (POOL_DATABASE_MAX_CONNECTIONS) and of graphile-worker (maxPoolSize)
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execSync, spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
@@ -25,8 +30,15 @@ import { freePort } from '../../scripts/platform.js';
 const baseUrl = process.env.BENCH_DATABASE_URL ?? process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const levels = (process.env.LEVELS ?? '1,16,64').split(',').map(Number);
 const secondsPerLevel = Number(process.env.SECONDS_PER_LEVEL ?? 6);
-const placements = (process.env.POOL_PLACEMENT ?? 'process,in-process').split(',') as Placement[];
-type Placement = 'process' | 'in-process';
+const placements = (process.env.POOL_PLACEMENT ?? 'process,process-sync-release,in-process').split(',') as Placement[];
+type Placement = 'process' | 'process-sync-release' | 'in-process';
+const pgConnections = Number(process.env.PG_CONNECTIONS ?? 10);
+
+const systemNames: Record<Placement, string> = {
+  process: 'actor pool (gRPC, own process)',
+  'process-sync-release': 'actor pool (gRPC, own process, synchronous release)',
+  'in-process': 'actor pool (gRPC, in this process)',
+};
 
 function percentile(sorted: number[], fraction: number): number {
   if (sorted.length === 0) return Number.NaN;
@@ -50,11 +62,67 @@ interface Row {
   perSecond: number;
   p50Ms: number;
   p99Ms: number;
+  cpu: CpuSpent;
+}
+
+/**
+ * CPU time (ms) spent during a measurement: by this process (the workers; for the in-process pool
+ * and graphile-worker also the server or library), by the pool's own process when it has one, and
+ * by the Postgres backends connected to the benchmark's database. On a shared machine the rate
+ * follows whatever else runs; the CPU spent per cycle does not, and on 2 cores it bounds the rate.
+ */
+interface CpuSpent {
+  benchMs: number;
+  poolProcessMs: number;
+  postgresMs: number;
+}
+
+const clockTicksPerSecond = (() => {
+  try {
+    return Number(execSync('getconf CLK_TCK').toString().trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
+/** utime + stime of a process in ms, from /proc (0 where there is no such process or no /proc). */
+function processCpuMs(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / clockTicksPerSecond;
+  } catch {
+    return 0;
+  }
+}
+
+let statsClient: pg.Client | undefined;
+async function postgresBackendCpu(): Promise<Map<number, number>> {
+  const { rows } = await statsClient!.query<{ pid: number }>('select pid from pg_stat_activity where datname = $1', [databaseName]);
+  return new Map(rows.map((row) => [row.pid, processCpuMs(row.pid)]));
+}
+
+/** Starts counting CPU time; the returned function stops and tells what was spent. */
+async function startCpuMeter(poolPid?: number): Promise<() => Promise<CpuSpent>> {
+  const bench = process.cpuUsage();
+  const pool = poolPid ? processCpuMs(poolPid) : 0;
+  const backends = await postgresBackendCpu();
+  return async () => {
+    const benchSpent = process.cpuUsage(bench);
+    let postgresMs = 0;
+    // A backend that connected during the measurement counts from zero.
+    for (const [pid, cpuMs] of await postgresBackendCpu()) postgresMs += cpuMs - (backends.get(pid) ?? 0);
+    return {
+      benchMs: (benchSpent.user + benchSpent.system) / 1000,
+      poolProcessMs: poolPid ? processCpuMs(poolPid) - pool : 0,
+      postgresMs,
+    };
+  };
 }
 
 /** N workers, each acquiring a slot, releasing it at once, for the time given. */
-async function benchPool(address: string, agentType: string, workers: number, system: string): Promise<Row> {
-  const client = createClient(PoolServiceDefinition, address, { deadlineMs: 30_000 });
+async function benchPool(pool: RunningPool, agentType: string, workers: number, system: string): Promise<Row> {
+  const client = createClient(PoolServiceDefinition, pool.address, { deadlineMs: 30_000 });
+  const stopMeter = await startCpuMeter(pool.pid);
   const latencies: number[] = [];
   const stopAt = performance.now() + secondsPerLevel * 1000;
   let cycles = 0;
@@ -79,6 +147,7 @@ async function benchPool(address: string, agentType: string, workers: number, sy
     }),
   );
   const elapsedSeconds = (performance.now() - startedAt) / 1000;
+  const cpu = await stopMeter();
   latencies.sort((left, right) => left - right);
   return {
     system,
@@ -87,6 +156,7 @@ async function benchPool(address: string, agentType: string, workers: number, sy
     perSecond: cycles / elapsedSeconds,
     p50Ms: percentile(latencies, 0.5),
     p99Ms: percentile(latencies, 0.99),
+    cpu,
   };
 }
 
@@ -106,11 +176,12 @@ async function benchGraphileWorker(connectionString: string, workers: number): P
   let done: () => void = () => undefined;
   const allDone = new Promise<void>((resolve) => (done = resolve));
   // The workers start claiming as soon as run() starts them, so the clock starts before it.
+  const stopMeter = await startCpuMeter();
   const startedAt = performance.now();
   const runner: Runner = await run({
     connectionString,
     concurrency: workers,
-    maxPoolSize: 10,
+    maxPoolSize: pgConnections,
     noHandleSignals: true,
     pollInterval: 1000,
     logger: new Logger(() => () => undefined),
@@ -124,6 +195,7 @@ async function benchGraphileWorker(connectionString: string, workers: number): P
   await Promise.race([allDone, new Promise((resolve) => setTimeout(resolve, secondsPerLevel * 1000))]);
   const counted = completed;
   const elapsedSeconds = (performance.now() - startedAt) / 1000;
+  const cpu = await stopMeter();
   await runner.stop();
   await utils.withPgClient((client) => client.query(`delete from graphile_worker._private_jobs`));
   await utils.release();
@@ -134,28 +206,43 @@ async function benchGraphileWorker(connectionString: string, workers: number): P
     perSecond: counted / elapsedSeconds,
     p50Ms: Number.NaN,
     p99Ms: Number.NaN,
+    cpu,
   };
 }
 
 interface RunningPool {
   address: string;
+  /** The pool's own process, when it runs in one. */
+  pid?: number;
   stop(): Promise<void>;
 }
 
 async function startInProcess(databaseUrl: string): Promise<RunningPool> {
   const pool = await startPool({
-    config: loadPoolConfig({ POOL_ADDR: '127.0.0.1:0', DATABASE_URL: databaseUrl }),
+    config: loadPoolConfig({
+      POOL_ADDR: '127.0.0.1:0',
+      DATABASE_URL: databaseUrl,
+      POOL_DATABASE_MAX_CONNECTIONS: String(pgConnections),
+    }),
     logger: createLogger('pool', 'silent'),
   });
   return { address: pool.address, stop: () => pool.stop() };
 }
 
 /** The pool's own main.ts in a child process; ready once it answers a call. */
-async function spawnPool(databaseUrl: string): Promise<RunningPool> {
+async function spawnPool(databaseUrl: string, settings: Record<string, string> = {}): Promise<RunningPool> {
   const address = `127.0.0.1:${await freePort()}`;
   const entryPoint = fileURLToPath(new URL('../../services/pool/src/main.ts', import.meta.url));
   const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', entryPoint], {
-    env: { ...process.env, POOL_ADDR: address, DATABASE_URL: databaseUrl, POOL_DATABASE_URL: '', LOG_LEVEL: 'warn' },
+    env: {
+      ...process.env,
+      POOL_ADDR: address,
+      DATABASE_URL: databaseUrl,
+      POOL_DATABASE_URL: '',
+      POOL_DATABASE_MAX_CONNECTIONS: String(pgConnections),
+      LOG_LEVEL: 'warn',
+      ...settings,
+    },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -171,6 +258,7 @@ async function spawnPool(databaseUrl: string): Promise<RunningPool> {
   }
   return {
     address,
+    pid: child.pid,
     stop: async () => {
       child.kill('SIGTERM');
       await exited;
@@ -180,18 +268,29 @@ async function spawnPool(databaseUrl: string): Promise<RunningPool> {
 
 function printTable(): void {
   const format = (value: number, digits = 2) => (Number.isNaN(value) ? 'n/a' : value.toFixed(digits));
-  console.log(`\nLease claim-and-complete on Postgres (${new URL(baseUrl).host}), ${secondsPerLevel} s per level\n`);
-  console.log('| system | workers | completed | per second | acquire p50 ms | acquire p99 ms |');
-  console.log('| --- | ---: | ---: | ---: | ---: | ---: |');
+  console.log(
+    `\nLease claim-and-complete on Postgres (${new URL(baseUrl).host}), ${secondsPerLevel} s per level, ` +
+      `${pgConnections} Postgres connections per system\n`,
+  );
+  console.log(
+    '| system | workers | completed | per second | acquire p50 ms | acquire p99 ms | cpu ms/cycle: bench process | pool process | postgres | total |',
+  );
+  console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
   for (const row of rows) {
+    const perCycle = (ms: number) => format(row.completed > 0 ? ms / row.completed : Number.NaN);
+    const { benchMs, poolProcessMs, postgresMs } = row.cpu;
     console.log(
-      `| ${row.system} | ${row.workers} | ${row.completed} | ${format(row.perSecond, 0)} | ${format(row.p50Ms)} | ${format(row.p99Ms)} |`,
+      `| ${row.system} | ${row.workers} | ${row.completed} | ${format(row.perSecond, 0)} | ${format(row.p50Ms)} | ${format(row.p99Ms)} ` +
+        `| ${perCycle(benchMs)} | ${perCycle(poolProcessMs)} | ${perCycle(postgresMs)} | ${perCycle(benchMs + poolProcessMs + postgresMs)} |`,
     );
   }
   console.log(
     '\nactor pool: one cycle = Acquire (wait, fencing epoch, database-clock deadline) + Release over gRPC to the pool' +
-      '\nservice, in its own process or in this one. graphile-worker: one job = claim + run a task that completes at once + complete,' +
-      '\nas a library talking to Postgres directly (no network hop, no fencing, reclaim after its 4 h lock timeout).',
+      '\nservice, in its own process or in this one; two statements, each its own transaction: the grant commits' +
+      '\nsynchronously (waits for the WAL flush), the release by default does not (POOL_RELEASE_SYNCHRONOUS_COMMIT).' +
+      '\ngraphile-worker: one job = claim + run a task that completes at once + complete, as a library talking to' +
+      '\nPostgres directly (no network hop, no fencing, reclaim after its 4 h lock timeout); two statements, both' +
+      '\ncommitting synchronously (the server default it keeps).',
   );
 }
 
@@ -201,41 +300,47 @@ const url = new URL(baseUrl);
 url.pathname = `/${databaseName}`;
 const databaseUrl = url.toString();
 
+statsClient = new pg.Client({ connectionString: baseUrl });
+await statsClient.connect();
 const rows: Row[] = [];
+const running: Array<{ placement: Placement; pool: RunningPool; agentType: string }> = [];
 try {
   for (const placement of placements) {
-    const pool = placement === 'process' ? await spawnPool(databaseUrl) : await startInProcess(databaseUrl);
-    try {
-      const agentType = `bench-agent-${placement}`;
-      const admin = createClient(PoolServiceDefinition, pool.address);
-      // One slot per worker at the highest level: every acquire finds a free slot, as every claim
-      // finds a queued job.
-      const { agent } = await admin.createAgent({
-        agent: {
-          name: `bench-${placement}`,
-          agentType,
-          capabilities: ['*'],
-          configurationJson: '{}',
-          enabled: true,
-          concurrency: Math.max(...levels),
-        },
-      });
-      const system = `actor pool (gRPC, ${placement === 'process' ? 'own process' : 'in this process'})`;
-      await benchPool(pool.address, agentType, 4, system).catch(() => undefined); // warm-up
-      for (const workers of levels) rows.push(await benchPool(pool.address, agentType, workers, system));
-      // The next placement works with an agent of its own.
-      await admin.deleteAgent({ id: agent!.id });
-    } finally {
-      await pool.stop();
-    }
+    const pool =
+      placement === 'in-process'
+        ? await startInProcess(databaseUrl)
+        : await spawnPool(databaseUrl, placement === 'process-sync-release' ? { POOL_RELEASE_SYNCHRONOUS_COMMIT: 'true' } : {});
+    running.push({ placement, pool, agentType: `bench-agent-${placement}` });
+    // An agent per system, with one slot per worker at the highest level: every acquire finds a free
+    // slot, as every claim finds a queued job.
+    await createClient(PoolServiceDefinition, pool.address).createAgent({
+      agent: {
+        name: `bench-${placement}`,
+        agentType: `bench-agent-${placement}`,
+        capabilities: ['*'],
+        configurationJson: '{}',
+        enabled: true,
+        concurrency: Math.max(...levels),
+      },
+    });
+    await benchPool(pool, `bench-agent-${placement}`, 4, systemNames[placement]).catch(() => undefined); // warm-up
   }
-
   const migrateUtils = await makeWorkerUtils({ connectionString: databaseUrl });
   await migrateUtils.migrate();
   await migrateUtils.release();
-  for (const workers of levels) rows.push(await benchGraphileWorker(databaseUrl, workers));
+
+  for (const workers of levels) {
+    for (const { placement, pool, agentType } of running) {
+      rows.push(await benchPool(pool, agentType, workers, systemNames[placement]));
+    }
+    rows.push(await benchGraphileWorker(databaseUrl, workers));
+  }
+  const order = [...placements.map((placement) => systemNames[placement]), 'graphile-worker 0.16.6'];
+  rows.sort((left, right) => order.indexOf(left.system) - order.indexOf(right.system) || left.workers - right.workers);
   printTable();
 } finally {
+  for (const { pool } of running) await pool.stop();
+  await statsClient.end();
   // Dropping the database ends any connection a library left idle; that is expected here.
   process.on('uncaughtException', (error: Error & { code?: string }) => {
     if (error.code !== '57P01') throw error;

@@ -26,8 +26,11 @@ export async function startPool({ config, logger }: StartPoolOptions) {
     migrationsFolder: fileURLToPath(new URL('../migrations', import.meta.url)),
     schema,
     logger,
+    maxConnections: config.POOL_DATABASE_MAX_CONNECTIONS,
   });
-  const repository = new PoolRepository(database.db);
+  const repository = new PoolRepository(database.db, {
+    releaseSynchronousCommit: config.POOL_RELEASE_SYNCHRONOUS_COMMIT,
+  });
 
   // What a pool process leaves behind when it dies is its queued Acquire calls (leases belong to their
   // holders and end by their own deadline). Before serving: drop the registration of a previous
@@ -83,6 +86,7 @@ export async function startPool({ config, logger }: StartPoolOptions) {
 
   return {
     address: server.address,
+    config,
     instanceId,
     server,
     database,

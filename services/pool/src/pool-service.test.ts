@@ -494,3 +494,41 @@ describe.runIf(process.env.DATABASE_URL)('capacity across two pool replicas on o
     expect(mostOverlapping).toBe(2);
   });
 });
+
+describe('release commit durability', () => {
+  let pool: RunningPool;
+  let database: Awaited<ReturnType<typeof testDatabase>>;
+  let client: PoolClient;
+
+  beforeAll(async () => {
+    database = await testDatabase();
+    // One Postgres connection, so the check below runs on the very connection the release used.
+    pool = await startPool({
+      config: poolTestConfig(database, { POOL_DATABASE_MAX_CONNECTIONS: '1', POOL_SWEEP_INTERVAL_MS: '3600000' }),
+      logger: createLogger('pool', 'silent'),
+    });
+    client = createClient(PoolServiceDefinition, pool.address, { deadlineMs: 30_000 });
+  });
+  afterAll(async () => {
+    await pool?.stop();
+    await database?.drop();
+  });
+
+  it('a release that skips the WAL flush leaves later grants on its connection synchronous', async () => {
+    expect(pool.config.POOL_RELEASE_SYNCHRONOUS_COMMIT).toBe(false);
+    const { agent } = await client.createAgent({ agent: agentFields() });
+    const synchronousCommit = async () => {
+      const result = await pool.database.db.execute(sql`select current_setting('synchronous_commit') as setting`);
+      return (result as unknown as { rows: Array<{ setting: string }> }).rows[0]!.setting;
+    };
+    const before = await synchronousCommit();
+    expect(before).not.toBe('off');
+    for (let round = 0; round < 3; round++) {
+      const { lease } = await client.acquire(acquireFields({ agentId: agent!.id }));
+      expect(await client.release({ leaseId: lease!.id, epoch: lease!.epoch })).toEqual({ released: true });
+      // set_config(..., true) lasts for the release's own transaction only.
+      expect(await synchronousCommit()).toBe(before);
+    }
+    expect(await client.isBusy({ agentId: agent!.id })).toEqual({ busy: false, activeLeases: 0 });
+  });
+});

@@ -1,4 +1,4 @@
-import { and, asc, eq, inArray, sql, type SQL } from 'drizzle-orm';
+import { and, asc, eq, fillPlaceholders, inArray, sql, type Placeholder, type SQL } from 'drizzle-orm';
 import { PgDialect } from 'drizzle-orm/pg-core';
 import { newId, type Database } from '@actor/kit';
 import type { AgentSpec } from '../domain/agent-spec.js';
@@ -22,6 +22,11 @@ function rowsOf<Row>(result: unknown): Row[] {
 /** The part of a node-postgres pool used to run named prepared statements. */
 interface NamedStatementClient {
   query(config: { name: string; text: string; values: unknown[] }): Promise<{ rows: unknown[] }>;
+}
+
+/** The part of a PGlite instance used to run a statement given as text and values. */
+interface TextStatementClient {
+  query(text: string, values: unknown[]): Promise<{ rows: unknown[] }>;
 }
 
 /** The node-postgres pool under a drizzle database, or undefined for PGlite. */
@@ -53,7 +58,7 @@ function violatedForeignKey(error: unknown): boolean {
 }
 
 /** Milliseconds after the statement's database clock, as a timestamptz expression. */
-function fromNow(milliseconds: number): SQL {
+function fromNow(milliseconds: number | Placeholder): SQL {
   return sql`statement_timestamp() + (${milliseconds}::double precision * interval '1 millisecond')`;
 }
 
@@ -85,6 +90,103 @@ const fitOfWaiter = fitOf({ agentId: sql`w.agent_id`, capability: sql`w.capabili
 
 /** Active: not ended and the deadline (database clock) not passed. */
 const leaseIsActive = sql`${agentLeases.endedAt} is null and ${agentLeases.expiresAt} > statement_timestamp()`;
+
+/**
+ * A statement of the hot path (Acquire, Release), turned into SQL text once at load: per call only
+ * its values are filled in, so a grant builds no query and, on Postgres, runs as a named prepared
+ * statement (each connection parses it once and, after a few runs, reuses one generic plan; planning
+ * was more than half of a grant's database time).
+ */
+interface HotStatement {
+  name: string;
+  text: string;
+  /** The statement's parameters in order; placeholders are filled per call. */
+  params: unknown[];
+}
+
+function hotStatement(name: string, query: SQL): HotStatement {
+  const { sql: text, params } = dialect.sqlToQuery(query);
+  return { name, text, params };
+}
+
+const placeholder = (name: string) => sql.placeholder(name);
+
+/**
+ * The grant: lock the best free slot, insert the lease, and (for a queued request) leave the queue,
+ * in one statement, so a grant costs one round trip. A slot is free when no active lease holds it;
+ * it is free *to this request* only when no older live waiter could use it (`waiterSeq` is this
+ * request's place in the queue; null for a request that has not queued, which yields to every live
+ * waiter). The slot row lock (SKIP LOCKED) keeps concurrent Acquires from choosing the same slot; the
+ * unique index on active leases per slot is what makes a double grant impossible even if two did.
+ * It commits synchronously (the session's setting): a granted lease and its epoch must survive a
+ * database crash, or a slot and an epoch could be handed out twice.
+ */
+const grantLease = (() => {
+  const fit = fitOf({
+    agentId: sql`${placeholder('agentId')}::text`,
+    capability: sql`${placeholder('capability')}::text`,
+    agentType: sql`${placeholder('agentType')}::text`,
+  });
+  const waiterSeq = sql`${placeholder('waiterSeq')}::bigint`;
+  return hotStatement(
+    'pool_grant_lease',
+    sql`
+      with slot as (
+        select s.agent_id, s.slot_no
+        from pool.agent_slots s
+        join pool.agents a on a.id = s.agent_id
+        where a.enabled
+          and s.slot_no < a.concurrency
+          and ${fit} is not null
+          and not exists (
+            select 1 from pool.agent_leases l
+            where l.agent_id = s.agent_id and l.slot_no = s.slot_no
+              and l.ended_at is null and l.expires_at > statement_timestamp())
+          and not exists (
+            select 1 from pool.lease_waiters w
+            where w.alive_until > statement_timestamp()
+              and (${waiterSeq} is null or w.seq < ${waiterSeq})
+              and ${fitOfWaiter} is not null)
+        -- Slots of one agent are interchangeable: a random one, so that concurrent grants do not all
+        -- race for the lowest free slot and lose to the unique index.
+        order by ${fit}, a.name, random()
+        limit 1
+        for update of s skip locked),
+      granted as (
+        insert into pool.agent_leases
+          (id, agent_id, slot_no, work_type, work_id, project_id, request_id, acquired_at, expires_at)
+        select ${placeholder('leaseId')}::text, slot.agent_id, slot.slot_no, ${placeholder('workType')}::text,
+               ${placeholder('workId')}::text, ${placeholder('projectId')}::text, ${placeholder('requestId')}::text,
+               statement_timestamp(), ${fromNow(placeholder('ttlMs'))}
+        from slot
+        returning *),
+      dequeued as (
+        delete from pool.lease_waiters
+        where seq = ${waiterSeq} and exists (select 1 from granted))
+      select row_to_json(granted) as lease, row_to_json(a) as agent
+      from granted join pool.agents a on a.id = granted.agent_id`,
+  );
+})();
+
+/**
+ * The release: ends the lease if this holder (id and epoch) still has it open; a lease past its
+ * deadline is recorded as expired at that deadline. `commitMode` is the transaction's
+ * synchronous_commit: 'off' commits without waiting for the WAL flush, null keeps the session's
+ * setting. Set with `set_config(..., true)`, it lasts for this statement's transaction only, so the
+ * grants that follow on the same connection still commit synchronously.
+ */
+const releaseLease = hotStatement(
+  'pool_release_lease',
+  sql`
+    with durability as (
+      select set_config('synchronous_commit', coalesce(${placeholder('commitMode')}::text, current_setting('synchronous_commit')), true))
+    update pool.agent_leases
+    set ended_at = least(statement_timestamp(), expires_at),
+        end_reason = case when expires_at > statement_timestamp() then 'released' else 'expired' end
+    from durability
+    where id = ${placeholder('leaseId')}::text and epoch = ${placeholder('epoch')}::bigint and ended_at is null
+    returning end_reason`,
+);
 
 /** A timestamp as `row_to_json` spells it, or null. */
 function dateOrNull(value: unknown): Date | null {
@@ -131,24 +233,42 @@ export type DeleteAgentOutcome = 'deleted' | 'missing' | 'leased';
 
 class AgentHoldsLeases extends Error {}
 
+export interface PoolRepositoryOptions {
+  /**
+   * Whether a Release waits for its commit to reach disk (Postgres `synchronous_commit`). False (the
+   * pool's default, `POOL_RELEASE_SYNCHRONOUS_COMMIT`) lets it return before the WAL flush: a release
+   * lost in a database crash leaves its lease open until its deadline, as if its holder had died,
+   * and no grant of the slot it freed can outlive it, since every grant commits synchronously and
+   * the WAL is flushed in order. Grants, renewals and everything else always commit synchronously.
+   */
+  releaseSynchronousCommit?: boolean;
+}
+
 /** Every SQL statement of the pool. */
 export class PoolRepository {
   private readonly namedStatements: NamedStatementClient | undefined;
+  private readonly textStatements: TextStatementClient;
+  private readonly releaseCommitMode: string | null;
 
-  constructor(private readonly db: Database<typeof schema>) {
+  constructor(
+    private readonly db: Database<typeof schema>,
+    options: PoolRepositoryOptions = {},
+  ) {
     this.namedStatements = namedStatementClient(db);
+    this.textStatements = (db as unknown as { $client: TextStatementClient }).$client;
+    this.releaseCommitMode = options.releaseSynchronousCommit === false ? 'off' : null;
   }
 
   /**
-   * Runs a statement of the hot path (Acquire, Release). On Postgres it is a named prepared statement,
-   * so each connection parses it once and, after a few runs, reuses one plan instead of planning
-   * every call; `name` must always be given the same statement shape (only parameter values vary).
-   * PGlite runs it as it runs everything else.
+   * Runs a statement of the hot path with its values: on Postgres as a named prepared statement, on
+   * PGlite (one connection, nothing to prepare per connection) as text and values.
    */
-  private async runNamed<Row>(name: string, query: SQL): Promise<Row[]> {
-    if (!this.namedStatements) return rowsOf<Row>(await this.db.execute(query));
-    const { sql: text, params } = dialect.sqlToQuery(query);
-    return (await this.namedStatements.query({ name, text, values: params })).rows as Row[];
+  private async runHot<Row>(statement: HotStatement, values: Record<string, unknown>): Promise<Row[]> {
+    const filled = fillPlaceholders(statement.params, values);
+    const result = this.namedStatements
+      ? await this.namedStatements.query({ name: statement.name, text: statement.text, values: filled })
+      : await this.textStatements.query(statement.text, filled);
+    return result.rows as Row[];
   }
 
   // ---- agents
@@ -258,56 +378,27 @@ export class PoolRepository {
   }
 
   /**
-   * Takes the best free slot for the request, or returns undefined when none is free to it. A slot is
-   * free when no active lease holds it; it is free *to this request* only when no older live waiter
-   * could use it (`waiterSeq` is this request's place in the queue; null for a request that has not
-   * queued, which yields to every live waiter). The slot row lock (SKIP LOCKED) keeps concurrent
-   * Acquires from choosing the same slot; the unique index on active leases per slot is what makes a
-   * double grant impossible even if two of them did.
+   * Takes the best free slot for the request, or returns undefined when none is free to it (see
+   * `grantLease` for what free means and why two Acquires can never both take one slot).
    */
   async tryAcquire(spec: AcquireSpec, waiterSeq: number | null): Promise<LeaseWithAgent | undefined> {
-    const fit = fitOfRequest(spec);
-    // One statement, so a grant costs one round trip: lock the best free slot, insert the lease,
-    // and (for a queued request) leave the queue.
-    const grant = () => sql`
-      with slot as (
-        select s.agent_id, s.slot_no
-        from pool.agent_slots s
-        join pool.agents a on a.id = s.agent_id
-        where a.enabled
-          and s.slot_no < a.concurrency
-          and ${fit} is not null
-          and not exists (
-            select 1 from pool.agent_leases l
-            where l.agent_id = s.agent_id and l.slot_no = s.slot_no
-              and l.ended_at is null and l.expires_at > statement_timestamp())
-          and not exists (
-            select 1 from pool.lease_waiters w
-            where w.alive_until > statement_timestamp()
-              and (${waiterSeq}::bigint is null or w.seq < ${waiterSeq}::bigint)
-              and ${fitOfWaiter} is not null)
-        -- Slots of one agent are interchangeable: a random one, so that concurrent grants do not all
-        -- race for the lowest free slot and lose to the unique index.
-        order by ${fit}, a.name, random()
-        limit 1
-        for update of s skip locked),
-      granted as (
-        insert into pool.agent_leases
-          (id, agent_id, slot_no, work_type, work_id, project_id, request_id, acquired_at, expires_at)
-        select ${newId('lse')}, slot.agent_id, slot.slot_no, ${spec.workType}, ${spec.workId}, ${spec.projectId},
-               ${spec.requestId || null}, statement_timestamp(), ${fromNow(spec.ttlMs)}
-        from slot
-        returning *),
-      dequeued as (
-        delete from pool.lease_waiters
-        where seq = ${waiterSeq}::bigint and exists (select 1 from granted))
-      select row_to_json(granted) as lease, row_to_json(a) as agent
-      from granted join pool.agents a on a.id = granted.agent_id`;
+    const values = {
+      agentId: spec.agentId,
+      capability: spec.capability,
+      agentType: spec.agentType,
+      waiterSeq,
+      leaseId: newId('lse'),
+      workType: spec.workType,
+      workId: spec.workId,
+      projectId: spec.projectId,
+      requestId: spec.requestId || null,
+      ttlMs: spec.ttlMs,
+    };
     for (let attempt = 0; attempt < 3; attempt++) {
       try {
-        const [granted] = await this.runNamed<{ lease: Record<string, unknown>; agent: Record<string, unknown> }>(
-          'pool_grant_lease',
-          grant(),
+        const [granted] = await this.runHot<{ lease: Record<string, unknown>; agent: Record<string, unknown> }>(
+          grantLease,
+          values,
         );
         return granted ? { lease: leaseFromJson(granted.lease), agent: agentFromJson(granted.agent) } : undefined;
       } catch (error) {
@@ -362,15 +453,11 @@ export class PoolRepository {
    * expired at its deadline and refused as `expired`: its holder lost it.
    */
   async releaseLease(leaseId: string, epoch: number): Promise<{ released: boolean } | { problem: LeaseProblem }> {
-    const [ended] = await this.runNamed<{ end_reason: string }>(
-      'pool_release_lease',
-      sql`
-        update pool.agent_leases
-        set ended_at = least(statement_timestamp(), expires_at),
-            end_reason = case when expires_at > statement_timestamp() then 'released' else 'expired' end
-        where id = ${leaseId}::text and epoch = ${epoch}::bigint and ended_at is null
-        returning end_reason`,
-    );
+    const [ended] = await this.runHot<{ end_reason: string }>(releaseLease, {
+      commitMode: this.releaseCommitMode,
+      leaseId,
+      epoch,
+    });
     if (ended) return ended.end_reason === 'released' ? { released: true } : { problem: 'expired' };
     const problem = await this.diagnose(leaseId, epoch);
     // Only a lease its holder released is "already released"; one that ran out was lost, and its

@@ -48,6 +48,11 @@ export interface OpenAiFakeServerOptions {
   models?: string[];
   /** Chooses a reply for a completion request when the scripted queue is empty. */
   respond?: (body: Record<string, unknown>) => FakeReply;
+  /**
+   * When set, the fake also answers Ollama's own `GET /api/tags` (no key asked) with these models,
+   * as an Ollama server does beside its OpenAI-compatible `/v1` API. See ollama-fake-server.ts.
+   */
+  ollamaTags?: () => unknown;
 }
 
 export interface OpenAiFakeServer {
@@ -78,6 +83,7 @@ export async function startOpenAiFakeServer(options: OpenAiFakeServerOptions = {
     const body = text ? (JSON.parse(text) as Record<string, unknown>) : undefined;
     requests.push({ method: request.method ?? 'GET', path, authorization: request.headers.authorization, body });
 
+    if (options.ollamaTags && request.method === 'GET' && path === '/api/tags') return sendJson(response, 200, options.ollamaTags());
     const presented = /^Bearer (.*)$/.exec(request.headers.authorization ?? '')?.[1];
     if (options.apiKey !== undefined && presented !== options.apiKey) {
       // OpenAI echoes (part of) the presented key in this message; echoing all of it lets tests

@@ -32,11 +32,14 @@ export interface InProcessPlatform {
 
 /**
  * The five services in this test process, each with its own gRPC server on a free port and its own
- * database, calling each other over real gRPC. `executionEnv` adds execution settings.
+ * database, calling each other over real gRPC. `executionEnv` adds execution settings; `adapterEnv`
+ * is what execution discovers adapters from (Ollama discovery is off unless it names ACTOR_OLLAMA_URL,
+ * so that an Ollama on the test machine changes nothing).
  */
 export async function startInProcessPlatform(
   logger: Logger,
   executionEnv: Record<string, string> = {},
+  adapterEnv: Record<string, string> = {},
 ): Promise<InProcessPlatform> {
   const stops: Array<() => Promise<unknown>> = [];
   const databases = await Promise.all(Array.from({ length: 5 }, () => testDatabase()));
@@ -81,7 +84,7 @@ export async function startInProcessPlatform(
           ...env,
         }),
         logger,
-        adapterEnv: {},
+        adapterEnv: { ACTOR_OLLAMA_URL: 'off', ...adapterEnv },
       });
       stops.unshift(() => server.stop());
       await server.ready;

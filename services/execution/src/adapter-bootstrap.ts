@@ -59,10 +59,19 @@ async function declareAll({ registry, pool, definitions, notReady, slotConcurren
       });
     }
   }
+  const declaredReady = new Set(definitions.map((definition) => definition.declaration.type));
   for (const { type, reason } of notReady) {
-    const existing = await registry.getAdapter({ type }).catch(() => undefined);
-    if (existing?.adapter) {
-      await registry.putAdapter({ adapter: { ...existing.adapter, ready: false, readyReason: reason } });
+    // A family pattern (`ai-sdk:ollama/*`) covers every adapter declared under it before, such as the
+    // models of an Ollama that answered at an earlier start and does not now.
+    const existing = type.endsWith('/*')
+      ? (await registry.listAdapters({})).adapters.filter(
+          (adapter) => adapter.type.startsWith(type.slice(0, -1)) && !declaredReady.has(adapter.type),
+        )
+      : [(await registry.getAdapter({ type }).catch(() => undefined))?.adapter].filter((adapter) => adapter !== undefined);
+    for (const adapter of existing) {
+      if (adapter.ready || adapter.readyReason !== reason) {
+        await registry.putAdapter({ adapter: { ...adapter, ready: false, readyReason: reason } });
+      }
     }
   }
   logger.info(

@@ -14,19 +14,28 @@ describe('discoverAdapters', () => {
     expect(catalog.notReady).toEqual([
       { type: 'ai-sdk:openai-compatible/*', reason: expect.stringMatching(/set ACTOR_OPENAI_BASE_URL and ACTOR_OPENAI_API_KEY/) },
       { type: 'claude-code', reason: expect.stringMatching(/no `claude` executable on PATH/) },
+      { type: 'opencode', reason: expect.stringMatching(/no `opencode` executable on PATH and no ACTOR_OPENCODE_URL/) },
+      { type: 'copilot', reason: expect.stringMatching(/no `copilot` executable on PATH/) },
     ]);
     expect(catalog.definitions.find((definition) => definition.declaration.type === 'script')?.defaultSlot).toBe(false);
   });
 
   it('declares claude-code when its binary is found', () => {
     const catalog = discoverAdapters({ ACTOR_CLAUDE_CODE_BIN: process.execPath });
-    expect(catalog.notReady.map((adapter) => adapter.type)).toEqual(['ai-sdk:openai-compatible/*']);
+    expect(catalog.notReady.map((adapter) => adapter.type)).toEqual(['ai-sdk:openai-compatible/*', 'opencode', 'copilot']);
     expect(catalog.createAgentFor('claude-code')?.type).toBe('claude-code');
+  });
+
+  it('declares copilot when its binary and a GitHub token are found', () => {
+    const catalog = discoverAdapters({ ACTOR_COPILOT_BIN: process.execPath, GH_TOKEN: 'ghp_catalog0123456789' });
+    expect(catalog.notReady.map((adapter) => adapter.type)).toEqual(['ai-sdk:openai-compatible/*', 'claude-code', 'opencode']);
+    expect(catalog.createAgentFor('copilot')?.type).toBe('copilot');
+    expect(discoverAdapters({ ACTOR_COPILOT_BIN: process.execPath }).notReady).toContainEqual({ type: 'copilot', reason: expect.stringMatching(/no GitHub token/) });
   });
 
   it('adds the OpenAI-compatible adapter when its base URL and key are set', () => {
     const catalog = discoverAdapters({ ACTOR_OPENAI_BASE_URL: 'http://127.0.0.1:11434/v1', ACTOR_OPENAI_API_KEY: 'ollama', ACTOR_OPENAI_MODEL: 'qwen2.5' });
-    expect(catalog.notReady.map((adapter) => adapter.type)).toEqual(['claude-code']);
+    expect(catalog.notReady.map((adapter) => adapter.type)).toEqual(['claude-code', 'opencode', 'copilot']);
     expect(catalog.definitions.at(-1)?.declaration.type).toBe('ai-sdk:openai-compatible/qwen2.5');
     expect(catalog.createAgentFor('ai-sdk:openai-compatible/qwen2.5')?.type).toBe('ai-sdk:openai-compatible/qwen2.5');
   });

@@ -1,7 +1,10 @@
 import type { Agent, AdapterDefinition } from './agent.js';
 import { discoverAiSdkAdapter, openAiCompatibleProvider } from './ai-sdk/ai-sdk-discovery.js';
 import { claudeCodeAdapterType, discoverClaudeCodeAdapter } from './claude-code/claude-code-discovery.js';
+import { copilotAdapterType, discoverCopilotAdapter } from './copilot/copilot-discovery.js';
+import { discoverOllamaAdapters, ollamaProvider } from './ai-sdk/ollama-discovery.js';
 import { demoAdapterDefinitions } from './demo/demo-catalog.js';
+import { discoverOpencodeAdapter, opencodeAdapterType } from './opencode/opencode-discovery.js';
 import { scriptAdapterDefinition } from './script/script-catalog.js';
 
 /** An adapter family that was looked for and is not usable, and why. */
@@ -45,7 +48,8 @@ export function createAgentFor(type: string): Agent | undefined {
 /**
  * Finds the adapters whose prerequisites are present: the built-in demo backends and `script` always,
  * the OpenAI-compatible one when its env is set, `claude-code` when its binary is found (on `PATH`
- * or at `ACTOR_CLAUDE_CODE_BIN`). Reads only the env object it is given.
+ * or at `ACTOR_CLAUDE_CODE_BIN`), `copilot` when its binary (`ACTOR_COPILOT_BIN` or `PATH`) and a GitHub
+ * token or custom provider are. Reads only the env object it is given.
  */
 export function discoverAdapters(env: Record<string, string | undefined>): AdapterCatalog {
   const definitions = builtInDefinitions();
@@ -56,6 +60,12 @@ export function discoverAdapters(env: Record<string, string | undefined>): Adapt
   const claudeCode = discoverClaudeCodeAdapter(env);
   if (claudeCode.definition) definitions.push(claudeCode.definition);
   else notReady.push({ type: claudeCodeAdapterType, reason: claudeCode.reason });
+  const opencode = discoverOpencodeAdapter(env);
+  if (opencode.definition) definitions.push(opencode.definition);
+  else notReady.push({ type: opencodeAdapterType, reason: opencode.reason });
+  const copilot = discoverCopilotAdapter(env);
+  if (copilot.definition) definitions.push(copilot.definition);
+  else notReady.push({ type: copilotAdapterType, reason: copilot.reason });
 
   const byType = new Map(definitions.map((definition) => [definition.declaration.type, definition]));
   for (const [type, definition] of byType) runnable.set(type, definition);
@@ -64,4 +74,19 @@ export function discoverAdapters(env: Record<string, string | undefined>): Adapt
     notReady,
     createAgentFor: (type) => byType.get(type)?.create(),
   };
+}
+
+/**
+ * `discoverAdapters`, plus the adapters found by asking local servers: the models of an Ollama
+ * answering at `ACTOR_OLLAMA_URL` (default localhost), as `ai-sdk:ollama/<model>`. Takes at most
+ * `ACTOR_OLLAMA_TIMEOUT_MS` longer; an Ollama that does not answer is listed in `notReady`.
+ */
+export async function discoverAllAdapters(env: Record<string, string | undefined>): Promise<AdapterCatalog> {
+  const catalog = discoverAdapters(env);
+  const ollama = await discoverOllamaAdapters(env);
+  const definitions = [...catalog.definitions, ...ollama.definitions];
+  const notReady = ollama.reason === undefined ? catalog.notReady : [...catalog.notReady, { type: `ai-sdk:${ollamaProvider}/*`, reason: ollama.reason }];
+  const byType = new Map(definitions.map((definition) => [definition.declaration.type, definition]));
+  for (const definition of ollama.definitions) runnable.set(definition.declaration.type, definition);
+  return { definitions, notReady, createAgentFor: (type) => byType.get(type)?.create() };
 }

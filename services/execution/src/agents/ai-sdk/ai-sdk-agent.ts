@@ -39,6 +39,8 @@ export interface AiSdkAgentOptions {
  */
 export class AiSdkAgent implements Agent {
   readonly type: string;
+  /** A bring-your-own key arrives as `request.environment.OPENAI_API_KEY` and replaces the configured one. */
+  readonly byoKeyVariable = byoKeyVariable;
   private readonly runs = new RunRegistry();
   private readonly model: LanguageModel;
   private readonly baseURL: string;

@@ -68,7 +68,8 @@ export function discoverAiSdkAdapter(env: Record<string, string | undefined>): A
         limits: { ...aiSdkLimits },
         trustClass: TrustClass.TRUST_CLASS_EXTERNAL,
         qualityTier: settings.ACTOR_OPENAI_QUALITY_TIER,
-        acceptsByoKey: false,
+        // A slot's `api_key_secret` replaces the configured key for its runs (AdapterAgentsPort).
+        acceptsByoKey: true,
         requiresByoKey: false,
         demo: false,
         ready: true,

@@ -47,6 +47,10 @@ const stderrTailCharacters = 2_000;
  */
 export class ClaudeCodeAgent implements Agent {
   readonly type: string;
+  /** A bring-your-own key arrives as `request.environment.ANTHROPIC_API_KEY` and overrides the configured one. */
+  readonly byoKeyVariable = 'ANTHROPIC_API_KEY';
+  /** `mcpConfigPath` (or `mcpConfig`) becomes `--mcp-config <file> --strict-mcp-config`. */
+  readonly supportsMcp = true;
   private readonly runs = new RunRegistry();
 
   constructor(private readonly options: ClaudeCodeAgentOptions) {
@@ -138,7 +142,10 @@ export class ClaudeCodeAgent implements Agent {
       const args = ['-p'];
       if (request.allowedTools?.length) args.push('--allowedTools', ...request.allowedTools);
       if (request.disallowedTools?.length) args.push('--disallowedTools', ...request.disallowedTools);
-      if (request.mcpConfig) {
+      if (request.mcpConfigPath) {
+        // The caller wrote the file for this run and deletes it afterwards.
+        args.push('--mcp-config', request.mcpConfigPath, '--strict-mcp-config');
+      } else if (request.mcpConfig) {
         mcpDirectory = await mkdtemp(join(tmpdir(), 'actor-mcp-'));
         const file = join(mcpDirectory, 'mcp-config.json');
         const config = 'mcpServers' in request.mcpConfig ? request.mcpConfig : { mcpServers: request.mcpConfig };

@@ -110,7 +110,7 @@ function runScenario(scenario: Scenario): void {
     `goal cheapest's cost per verified success below always-cheapest's: ${usd(cheapest.costPerSuccess)} vs ${usd(alwaysCheapest.costPerSuccess)} -> ${check(cheapest.costPerSuccess < alwaysCheapest.costPerSuccess)}`,
   );
   const hasOutages = scenario.backends.some((backend) => backend.outages.length > 0);
-  const changes = scenario.backends.some((backend) => backend.fromTask > 0 || backend.priceChanges.length > 0);
+  const changes = scenario.backends.some((backend) => backend.fromTask > 0 || backend.priceChanges.length > 0 || backend.qualityChanges.length > 0);
   if (hasOutages) {
     const repeats = modes.map((mode) => `${mode} ${byName.get(mode)!.downRepeats}`).join(', ');
     const ok = modes.every((mode) => byName.get(mode)!.downRepeats === 0);
@@ -156,6 +156,8 @@ function decisionTime(): void {
         successes: 95,
         workSamples: 100,
         verifiedSuccesses: 50 + (index % 40),
+        recentWork: 63,
+        recentVerified: (63 * (50 + (index % 40))) / 100,
         latenciesMs: Array.from({ length: 50 }, (_, sample) => 500 + ((index * 37 + sample * 101) % 4_000)),
         costSamples: 100,
         totalCostMicroUsd: 100 * (1_000 + index * 10),

@@ -127,7 +127,7 @@ export class SimulatedWorld {
     if (draws.error < simulated.errorRate) {
       return { success: false, accepted: false, correct: false, latencyMs, costMicroUsd: 0, errorKind: 'backend' };
     }
-    const correct = draws.correct < (simulated.successRate[task.taskClass] ?? 0);
+    const correct = draws.correct < successRateAt(simulated, task.taskClass, task.index);
     const { missBadRate, rejectGoodRate } = this.scenario.verifier;
     const accepted = correct ? draws.verify >= rejectGoodRate : draws.verify < missBadRate;
     const outputTokens = Math.min(backend.maxOutputTokens, Math.max(1, Math.round(simulated.outputTokens * Math.exp(0.3 * draws.tokens))));
@@ -405,4 +405,13 @@ export function simulate(world: SimulatedWorld, policy: Policy): PolicyReport {
   report.latencyP50Ms = percentile(latencies, 0.5);
   report.flips = policy.incumbentChanges;
   return report;
+}
+
+/** The hidden chance of a right answer for a class at a task index, after any quality change before it. */
+function successRateAt(backend: SimulatedBackend, taskClass: string, taskIndex: number): number {
+  let rate = backend.successRate[taskClass] ?? 0;
+  for (const change of backend.qualityChanges) {
+    if (change.atTask <= taskIndex && change.successRate[taskClass] !== undefined) rate = change.successRate[taskClass]!;
+  }
+  return rate;
 }

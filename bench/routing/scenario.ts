@@ -41,6 +41,13 @@ const simulatedBackend = z.object({
   outageLatencyMs: z.number().int().positive().default(500),
   /** New rate cards from a task index on (a new revision each). */
   priceChanges: z.array(z.object({ atTask: z.number().int().nonnegative(), prices })).default([]),
+  /**
+   * Hidden: new per-class success rates from a task index on (a model update that regresses or improves it;
+   * classes not named keep their rate). Nothing is declared: the placer sees it only in outcomes.
+   */
+  qualityChanges: z
+    .array(z.object({ atTask: z.number().int().nonnegative(), successRate: z.record(z.string(), z.number().min(0).max(1)) }))
+    .default([]),
 });
 
 export const scenarioSchema = z.object({

@@ -115,6 +115,8 @@ export class PlacementRepository {
           successes: next.successes,
           verifiedSuccesses: next.verifiedSuccesses,
           workSamples: next.workSamples,
+          recentVerified: next.recentVerified,
+          recentWork: next.recentWork,
           latenciesMs: next.latenciesMs,
           costSamples: next.costSamples,
           totalCostMicroUsd: next.totalCostMicroUsd,

@@ -1,4 +1,4 @@
-import { bigint, integer, jsonb, pgSchema, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import { bigint, doublePrecision, integer, jsonb, pgSchema, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
 
 export const placement = pgSchema('placement');
 
@@ -35,6 +35,9 @@ export const signals = placement.table(
     verifiedSuccesses: bigint('verified_successes', { mode: 'number' }).notNull().default(0),
     /** Work outcomes (not judge calls): the denominator of the verified-success estimate. */
     workSamples: bigint('work_samples', { mode: 'number' }).notNull().default(0),
+    /** Verified work answers and work outcomes, exponentially weighted (see SignalState): the estimate's evidence. */
+    recentVerified: doublePrecision('recent_verified').notNull().default(0),
+    recentWork: doublePrecision('recent_work').notNull().default(0),
     /** The most recent latencies, oldest first, in ms (a rolling window). */
     latenciesMs: jsonb('latencies_ms').$type<number[]>().notNull().default([]),
     /** Outcomes that reported a cost, and their sum in micro-USD: the measured mean cost. */

@@ -30,8 +30,8 @@ describe('success estimate', () => {
     expect(priorSuccess(1)).toBeCloseTo(0.55);
     expect(priorSuccess(5)).toBeCloseTo(0.95);
     expect(successEstimate(2, undefined)).toBeCloseTo(0.65);
-    expect(successEstimate(2, { verifiedSuccesses: 6, workSamples: 6 })).toBeCloseTo((0.65 * 4 + 6) / 10);
-    expect(successEstimate(2, { verifiedSuccesses: 0, workSamples: 6 })).toBeCloseTo((0.65 * 4) / 10);
+    expect(successEstimate(2, { recentVerified: 6, recentWork: 6 })).toBeCloseTo((0.65 * 4 + 6) / 10);
+    expect(successEstimate(2, { recentVerified: 0, recentWork: 6 })).toBeCloseTo((0.65 * 4) / 10);
   });
 });
 
@@ -68,7 +68,7 @@ describe('estimate', () => {
 describe('objectives', () => {
   it('cheapest ranks by cost per verified success, so a cheap backend that rarely passes loses', () => {
     expect(order('cheapest', [estimateOf(strong), estimateOf(cheap)])).toEqual(['cheap', 'strong']);
-    const failing = signal('cheap', { workSamples: 40, verifiedSuccesses: 0 });
+    const failing = signal('cheap', { workSamples: 40, verifiedSuccesses: 0, recentWork: 40, recentVerified: 0 });
     expect(order('cheapest', [estimateOf(strong), estimateOf(cheap, failing)])).toEqual(['strong', 'cheap']);
     const [winner] = rankCandidates('cheapest', [estimateOf(cheap)]);
     expect(winner!.score).toBeCloseTo(-1_500 / 0.55);
@@ -115,7 +115,7 @@ describe('objectives', () => {
     expect(order('best', [estimateOf(cheap), estimateOf(strong)])).toEqual(['strong', 'cheap']);
     const twin = testBackend('twin', { qualityTier: 4 });
     expect(order('best', [estimateOf(strong), estimateOf(twin)])).toEqual(['twin', 'strong']);
-    const disappointing = signal('strong', { workSamples: 30, verifiedSuccesses: 3 });
+    const disappointing = signal('strong', { workSamples: 30, verifiedSuccesses: 3, recentWork: 30, recentVerified: 3 });
     expect(order('best', [estimateOf(strong, disappointing), estimateOf(cheap)])).toEqual(['cheap', 'strong']);
   });
 
@@ -131,8 +131,8 @@ describe('objectives', () => {
     expect(first!.backend).toBe('cheap');
     expect(first!.score).toBeCloseTo(BALANCED_WEIGHTS.success * 0.55 + BALANCED_WEIGHTS.cost * 0.9 + BALANCED_WEIGHTS.latency * 0.75);
     expect(second!.score).toBeCloseTo(BALANCED_WEIGHTS.success * 0.85);
-    const proven = signal('strong', { workSamples: 50, verifiedSuccesses: 50, latenciesMs: [900] });
-    const unreliable = signal('cheap', { workSamples: 50, verifiedSuccesses: 10 });
+    const proven = signal('strong', { workSamples: 50, verifiedSuccesses: 50, recentWork: 50, recentVerified: 50, latenciesMs: [900] });
+    const unreliable = signal('cheap', { workSamples: 50, verifiedSuccesses: 10, recentWork: 50, recentVerified: 10 });
     expect(order('balanced', [estimateOf(cheap, unreliable), estimateOf(strong, proven)])).toEqual(['strong', 'cheap']);
   });
 

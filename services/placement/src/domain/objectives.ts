@@ -59,17 +59,17 @@ export function priorSuccess(qualityTier: number): number {
 /** The Beta-posterior mean of the verified-success rate from a prior mean and the observed outcomes. */
 export function posteriorSuccess(
   priorMean: number,
-  signal: Pick<SignalState, 'verifiedSuccesses' | 'workSamples'> | undefined,
+  signal: Pick<SignalState, 'recentVerified' | 'recentWork'> | undefined,
 ): number {
-  const verified = signal?.verifiedSuccesses ?? 0;
-  const samples = signal?.workSamples ?? 0;
+  const verified = signal?.recentVerified ?? 0;
+  const samples = signal?.recentWork ?? 0;
   return (priorMean * PRIOR_WEIGHT + verified) / (PRIOR_WEIGHT + samples);
 }
 
 /** The smoothed verified-success estimate of a backend of the given tier, 0..1. */
 export function successEstimate(
   qualityTier: number,
-  signal: Pick<SignalState, 'verifiedSuccesses' | 'workSamples'> | undefined,
+  signal: Pick<SignalState, 'recentVerified' | 'recentWork'> | undefined,
 ): number {
   return posteriorSuccess(priorSuccess(qualityTier), signal);
 }

@@ -40,8 +40,16 @@ export interface SignalState {
   samples: number;
   successes: number;
   verifiedSuccesses: number;
-  /** Work outcomes (judge calls excluded): the denominator of the verified-success estimate. */
+  /** Work outcomes (judge calls excluded), counted since the backend was first seen. */
   workSamples: number;
+  /**
+   * Verified work answers and work outcomes, exponentially weighted (each new work outcome first
+   * multiplies both by 1 - 1/SUCCESS_WINDOW): the evidence the verified-success estimate is made of, so
+   * that a backend whose quality changes (a model update) is re-learned within about SUCCESS_WINDOW
+   * outcomes instead of being averaged over its whole history.
+   */
+  recentVerified: number;
+  recentWork: number;
   /** The rolling latency window, oldest first, in ms. */
   latenciesMs: number[];
   costSamples: number;

@@ -74,7 +74,7 @@ describe('decidePlacement', () => {
 
   it('after a failover, the next placement stays on the backend that took over until a cooldown has passed', () => {
     const failedAt = new Date(now.getTime() - 10_000);
-    const failed: SignalState = { ...emptySignal('demo:beta-large', 'code', failedAt), samples: 1, workSamples: 1, consecutiveFailures: 1 };
+    const failed: SignalState = { ...emptySignal('demo:beta-large', 'code', failedAt), samples: 1, workSamples: 1, recentWork: 1, consecutiveFailures: 1 };
     const signals = new Map([[failed.backend, failed]]);
     const request = testRequest({ mode: 'best' });
     const kept = decide({ request, incumbent: 'demo:alpha-mini', signals });
@@ -91,7 +91,7 @@ describe('decidePlacement', () => {
     expect(later.hysteresis).toMatch(/^trial: challenger demo:beta-large beats incumbent demo:alpha-mini by \d+% \(margin 10%\) but has 1 of the 5 outcomes needed/);
     expect(later.explanation).toContain('Trial of demo:beta-large (1 of 5 outcomes) before it may take over; the incumbent stays');
     // ...and takes over once it has enough.
-    const proven = new Map([[failed.backend, { ...failed, samples: 5, workSamples: 5, verifiedSuccesses: 4 }]]);
+    const proven = new Map([[failed.backend, { ...failed, samples: 5, workSamples: 5, verifiedSuccesses: 4, recentWork: 5, recentVerified: 4 }]]);
     const takeover = decide({ request, incumbent: 'demo:alpha-mini', signals: proven, now: new Date(failedAt.getTime() + 30_000) });
     expect(takeover.newIncumbent).toBe('demo:beta-large');
     // A success since the failure clears it at once.
@@ -101,14 +101,14 @@ describe('decidePlacement', () => {
 
   it('one error of the incumbent sends the tasks of a cooldown to a stand-in without moving the incumbent', () => {
     const failedAt = new Date(now.getTime() - 5_000);
-    const proven: SignalState = { ...emptySignal('demo:beta-large', 'code', failedAt), samples: 20, workSamples: 20, verifiedSuccesses: 19 };
+    const proven: SignalState = { ...emptySignal('demo:beta-large', 'code', failedAt), samples: 20, workSamples: 20, verifiedSuccesses: 19, recentWork: 20, recentVerified: 19 };
     const request = testRequest({ mode: 'best' });
     // Within the task that met the error, the incumbent is excluded: a stand-in takes the retry.
     const retry = decide({ request: { ...request, excludeBackends: ['demo:beta-large'] }, incumbent: 'demo:beta-large', signals: new Map([[proven.backend, proven]]) });
     expect(retry).toMatchObject({ winner: { backend: 'demo:alpha-mini' }, newIncumbent: undefined });
     expect(retry.hysteresis).toBe('failover: incumbent demo:beta-large was already tried by this task; demo:alpha-mini stands in, incumbent unchanged');
     // The next task, 5 s after the error: still a stand-in, the incumbent stays.
-    const erred = new Map([[proven.backend, { ...proven, samples: 21, workSamples: 21, consecutiveFailures: 1 }]]);
+    const erred = new Map([[proven.backend, { ...proven, samples: 21, workSamples: 21, recentWork: 21, consecutiveFailures: 1 }]]);
     const next = decide({ request, incumbent: 'demo:beta-large', signals: erred });
     expect(next).toMatchObject({ winner: { backend: 'demo:alpha-mini' }, newIncumbent: undefined });
     expect(next.hysteresis).toBe('failover: incumbent demo:beta-large failed 5 s ago and is inside its failure backoff; demo:alpha-mini stands in, incumbent unchanged');

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { circuitState } from './circuit-breaker.js';
 import type { SignalState } from './placement-model.js';
-import { LATENCY_WINDOW, applyOutcome, emptySignal, meanCost, percentile, type Outcome } from './signal-update.js';
+import { successEstimate } from './objectives.js';
+import { LATENCY_WINDOW, SUCCESS_WINDOW, applyOutcome, emptySignal, meanCost, percentile, type Outcome } from './signal-update.js';
 
 const start = new Date('2030-01-01T00:00:00Z');
 const cooldownMs = 30_000;
@@ -20,6 +21,8 @@ describe('applyOutcome', () => {
     signal = applyOutcome(signal, { ...success, verified: false, latencyMs: 300, costMicroUsd: 150 }, at(2), cooldownMs);
     signal = applyOutcome(signal, failure, at(3), cooldownMs);
     expect(signal).toMatchObject({ samples: 3, successes: 2, verifiedSuccesses: 1, workSamples: 3, latenciesMs: [100, 300, 2_000] });
+    expect(signal.recentWork).toBeCloseTo(0.99 * 0.99 + 0.99 + 1);
+    expect(signal.recentVerified).toBeCloseTo(0.99 * 0.99);
     expect(meanCost(signal)).toBe(100);
     expect(signal.updatedAt).toEqual(at(3));
   });
@@ -27,6 +30,26 @@ describe('applyOutcome', () => {
   it('counts a judge call toward the judge backend success only, never as a verified answer', () => {
     const signal = applyOutcome(emptySignal('judge', 'code', start), { ...success, judge: true }, at(1), cooldownMs);
     expect(signal).toMatchObject({ samples: 1, successes: 1, verifiedSuccesses: 0, workSamples: 0 });
+  });
+
+  it('weighs the verified-success evidence toward recent outcomes, so a regressed backend is re-learned', () => {
+    let signal = emptySignal('a', 'general', start);
+    for (let index = 0; index < 500; index += 1) signal = applyOutcome(signal, success, at(index), cooldownMs);
+    expect(signal.recentWork).toBeLessThan(SUCCESS_WINDOW);
+    expect(signal.recentWork).toBeGreaterThan(SUCCESS_WINDOW * 0.99);
+    expect(successEstimate(1, signal)).toBeGreaterThan(0.95);
+    // A model update: from now on every answer is rejected.
+    for (let index = 0; index < SUCCESS_WINDOW; index += 1) {
+      signal = applyOutcome(signal, { ...success, verified: false }, at(500 + index), cooldownMs);
+    }
+    // After one window the estimate is below half; a lifetime average would still say 5/6.
+    expect(successEstimate(1, signal)).toBeLessThan(0.4);
+    expect(signal.verifiedSuccesses / signal.workSamples).toBeCloseTo(500 / 600);
+  });
+
+  it('leaves the recent evidence alone for a judge call', () => {
+    const signal = applyOutcome(emptySignal('judge', 'code', start), { ...success, judge: true }, at(1), cooldownMs);
+    expect(signal).toMatchObject({ recentWork: 0, recentVerified: 0 });
   });
 
   it('ignores a cancelled call', () => {

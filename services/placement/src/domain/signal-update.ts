@@ -4,6 +4,14 @@ import type { SignalState } from './placement-model.js';
 /** How many recent latencies the percentiles are computed over. */
 export const LATENCY_WINDOW = 50;
 
+/**
+ * The effective window of the verified-success evidence, in work outcomes: each one weighs the older
+ * evidence down by 1 - 1/SUCCESS_WINDOW, so the recent-work count tends to this and an outcome this
+ * many outcomes old counts about a third (1/e) of a new one.
+ */
+export const SUCCESS_WINDOW = 100;
+const SUCCESS_DECAY = 1 - 1 / SUCCESS_WINDOW;
+
 /** One reported attempt or judge call. */
 export interface Outcome {
   success: boolean;
@@ -24,6 +32,8 @@ export function emptySignal(backend: string, taskClass: string, now: Date): Sign
     successes: 0,
     verifiedSuccesses: 0,
     workSamples: 0,
+    recentVerified: 0,
+    recentWork: 0,
     latenciesMs: [],
     costSamples: 0,
     totalCostMicroUsd: 0,
@@ -41,12 +51,15 @@ export function emptySignal(backend: string, taskClass: string, now: Date): Sign
  */
 export function applyOutcome(signal: SignalState, outcome: Outcome, now: Date, cooldownMs: number): SignalState {
   if (!outcome.success && outcome.errorKind === 'cancelled') return signal;
+  const verifiedAnswer = !outcome.judge && outcome.success && outcome.verified;
   const next: SignalState = {
     ...signal,
     samples: signal.samples + 1,
     successes: signal.successes + (outcome.success ? 1 : 0),
     workSamples: signal.workSamples + (outcome.judge ? 0 : 1),
-    verifiedSuccesses: signal.verifiedSuccesses + (!outcome.judge && outcome.success && outcome.verified ? 1 : 0),
+    verifiedSuccesses: signal.verifiedSuccesses + (verifiedAnswer ? 1 : 0),
+    recentVerified: outcome.judge ? signal.recentVerified : signal.recentVerified * SUCCESS_DECAY + (verifiedAnswer ? 1 : 0),
+    recentWork: outcome.judge ? signal.recentWork : signal.recentWork * SUCCESS_DECAY + 1,
     updatedAt: now,
   };
   if (outcome.latencyMs > 0) next.latenciesMs = [...signal.latenciesMs, outcome.latencyMs].slice(-LATENCY_WINDOW);

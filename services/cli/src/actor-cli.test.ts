@@ -163,6 +163,26 @@ describe('actor run on the demo backends, with nothing configured', { timeout: s
     expect(answer.attempts.map((attempt) => attempt.backend)).toEqual(['demo:alpha-pro']);
   });
 
+  it('asks the --classifier backend to classify the task and bills its call to the task', async () => {
+    const run = await actor(['run', '--json', '--classifier', 'demo:beta-small', 'Summarise the plot of Hamlet']);
+    expect(run.code).toBe(0);
+    const answer = JSON.parse(run.stdout) as {
+      id: string;
+      cost: { micro_usd: number };
+      attempts: Array<{ cost: { micro_usd: number } }>;
+      explanation: Array<{ step: string; message: string; backend?: string; detail?: { classification?: unknown; call?: { costMicroUsd: number } } }>;
+    };
+    const evaluate = answer.explanation.find((entry) => entry.step === 'evaluate');
+    // The demo backend answers the schema's first class and middle difficulty; the local classifier said research.
+    expect(evaluate?.message).toContain('Model classifier on demo:beta-small (demo backend): code, difficulty 2 of 3');
+    expect(evaluate?.message).toContain('The local classifier had said research');
+    expect(evaluate?.detail?.classification).toMatchObject({ taskClass: 'code', difficulty: 2, vision: false, source: 'model' });
+    const classifierCost = evaluate?.detail?.call?.costMicroUsd ?? -1;
+    expect(classifierCost).toBeGreaterThan(0);
+    const attemptsCost = answer.attempts.reduce((sum, attempt) => sum + attempt.cost.micro_usd, 0);
+    expect(answer.cost.micro_usd).toBe(attemptsCost + classifierCost);
+  });
+
   it('fails with actor.budget.exceeded and exit 1 when the budget is too small, running nothing', async () => {
     const run = await actor(['run', '--json', '--budget-usd', '0.0001', 'Write a haiku about routing']);
     expect(run.code).toBe(1);

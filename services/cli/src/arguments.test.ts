@@ -39,7 +39,7 @@ describe('actor run arguments', () => {
     const parsed = parseRunArguments([
       '-m', 'cheapest', '--budget-usd', '0.25', '--day-budget-usd', '2', '-b', 'demo:alpha-pro', '--backend', 'demo:beta-large',
       '--repo', '/tmp/r', '--ref', 'main', '--test', 'npm test', '--json', '--no-judge', '--max-attempts', '5',
-      '--timeout-s', '30', '--agent-config', '{"quality":1}', '--concurrency', '2', 'Fix it',
+      '--classifier', 'demo:beta-small', '--timeout-s', '30', '--agent-config', '{"quality":1}', '--concurrency', '2', 'Fix it',
     ]);
     expect(parsed.help).toBe(false);
     if (parsed.help) return;
@@ -55,6 +55,7 @@ describe('actor run arguments', () => {
       json: true,
       judge: false,
       maxAttempts: 5,
+      classifierBackend: 'demo:beta-small',
       timeoutMs: 30_000,
       agentConfiguration: { quality: 1 },
       concurrency: 2,

@@ -31,6 +31,7 @@ const runOptions = {
   json: { type: 'boolean' },
   'no-judge': { type: 'boolean' },
   'max-attempts': { type: 'string' },
+  classifier: { type: 'string' },
   'timeout-s': { type: 'string' },
   'agent-config': { type: 'string' },
   concurrency: { type: 'string' },
@@ -60,6 +61,7 @@ const runSchema = z.object({
   json: z.boolean().default(false),
   'no-judge': z.boolean().default(false),
   'max-attempts': wholeNumber('--max-attempts', 1, 10).default(3),
+  classifier: z.string().trim().min(1, '--classifier needs an adapter type').optional(),
   'timeout-s': wholeNumber('--timeout-s', 1, 86_400).default(120),
   'agent-config': z
     .string()
@@ -90,6 +92,8 @@ export interface RunArguments {
   json: boolean;
   judge: boolean;
   maxAttempts: number;
+  /** The adapter type asked to classify the task after the local classifier; unset: local only. */
+  classifierBackend?: string;
   timeoutMs: number;
   agentConfiguration?: Record<string, unknown>;
   concurrency: number;
@@ -129,6 +133,7 @@ export function parseRunArguments(args: string[]): { help: true } | { help: fals
       json: options.json,
       judge: !options['no-judge'],
       maxAttempts: options['max-attempts'],
+      classifierBackend: options.classifier,
       timeoutMs: options['timeout-s'] * 1000,
       agentConfiguration: options['agent-config'],
       concurrency: options.concurrency,
@@ -178,6 +183,9 @@ Options:
                              (an isolated git worktree) before the answer is judged
       --no-judge             accept the answer without a judge (it is reported as not verified)
       --max-attempts <n>     first run plus escalations and failovers (default 3)
+      --classifier <type>    also ask this adapter type to classify the task (class, difficulty),
+                             billed to the task; its valid answer wins over the local classifier,
+                             which stands on any failure (default: local classifier only)
       --timeout-s <s>        longest a single backend call may run, in seconds (default 120)
       --agent-config <json>  configuration handed to every agent slot, e.g. for the demo
                              backends '{"latency_ms": 2000, "quality": 0}'

@@ -96,11 +96,13 @@ export class LocalPlacementPort implements PlacementPort {
         requiredCapabilities: request.requiredCapabilities,
         estimatedInputTokens: request.estimatedInputTokens,
         mode: request.mode,
-        purpose: request.purpose,
+        // A classifier call is placed as a judge: a side call that moves no incumbent, no work sample.
+        purpose: request.purpose === 'work' ? 'work' : 'judge',
         taskBudgetLeftMicroUsd: request.taskBudgetLeftMicroUsd,
         dayBudgetLeftMicroUsd: request.dayBudgetLeftMicroUsd,
-        // As in the service: the task's backend list restricts its workers; judges are chosen by family and trust.
-        allowedBackends: request.purpose === 'work' ? request.allowedBackends : [],
+        // As in the service: the task's backend list restricts its workers; judges are chosen by family
+        // and trust; a classifier call names its one backend.
+        allowedBackends: request.purpose === 'judge' ? [] : request.allowedBackends,
         excludeBackends: request.excludeBackends,
         escalateFromBackend: request.escalateFromBackend,
         avoidModelFamily: request.avoidModelFamily,

@@ -27,13 +27,17 @@ export interface RunContext {
 /** Runs one task through the engine with local ports; resolves with the process's exit code. */
 export async function runCommand(run: RunArguments, context: RunContext): Promise<number> {
   const adapters = await discoverLocalAdapters(context.env);
-  for (const backend of run.backends) {
+  const named = [
+    ...run.backends.map((backend) => ({ flag: '--backend', backend })),
+    ...(run.classifierBackend ? [{ flag: '--classifier', backend: run.classifierBackend }] : []),
+  ];
+  for (const { flag, backend } of named) {
     if (!adapters.definitions.some((definition) => definition.declaration.type === backend)) {
       const known = adapters.slotTypes.join(', ');
-      throw new UsageError(`--backend ${backend} is not a backend found here (ready: ${known}); see 'actor adapters'`, 'run');
+      throw new UsageError(`${flag} ${backend} is not a backend found here (ready: ${known}); see 'actor adapters'`, 'run');
     }
     if (!adapters.slotTypes.includes(backend)) {
-      throw new UsageError(`--backend ${backend} needs a configured agent slot, which the CLI does not have; see 'actor adapters'`, 'run');
+      throw new UsageError(`${flag} ${backend} needs a configured agent slot, which the CLI does not have; see 'actor adapters'`, 'run');
     }
   }
 
@@ -83,7 +87,11 @@ export async function runCommand(run: RunArguments, context: RunContext): Promis
 
   let outcome: EngineOutcome;
   try {
-    outcome = await runTask(task, ports, context.signal, { maxAttempts: run.maxAttempts, timeoutMs: run.timeoutMs });
+    outcome = await runTask(task, ports, context.signal, {
+      maxAttempts: run.maxAttempts,
+      timeoutMs: run.timeoutMs,
+      ...(run.classifierBackend ? { classifierBackend: run.classifierBackend } : {}),
+    });
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     await trace.write({ kind: 'end', outcome: { state: 'error', message } }).catch(() => undefined);

@@ -134,5 +134,5 @@ export function classifyTask(task: EngineTask): Classification {
   if (imageTypes.length > 0) visionReason = `It needs vision: it carries ${imageTypes.length === 1 ? 'an image attachment' : `${imageTypes.length} image attachments`} (${imageTypes.join(', ')}).`;
   else if (visionAsked) visionReason = 'It needs vision: the task asks for it.';
 
-  return { taskClass, vision, difficulty, reason: `${classReason} ${difficultyReason} ${visionReason}` };
+  return { taskClass, vision, difficulty, reason: `${classReason} ${difficultyReason} ${visionReason}`, source: 'local' };
 }

@@ -2,6 +2,7 @@ export * from './agent.js';
 export * from './ports.js';
 export * from './classifier.js';
 export * from './judge.js';
+export * from './model-classifier.js';
 export * from './format-usd.js';
 export * from './pipeline.js';
 export * from './testing/in-memory-ports.js';

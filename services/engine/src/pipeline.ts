@@ -4,6 +4,12 @@ import { classifyTask } from './classifier.js';
 import { formatUsd } from './format-usd.js';
 import { buildJudgeRequest, parseVerdict, verdictJsonSchema, type JudgeVerdict } from './judge.js';
 import {
+  buildClassifierRequest,
+  classificationJsonSchema,
+  mergeModelClassification,
+  parseModelClassification,
+} from './model-classifier.js';
+import {
   PortRefusal,
   type AttemptRecord,
   type Classification,
@@ -17,6 +23,7 @@ import {
   type PlaceRequest,
   type PreparedWorkspace,
   type Reservation,
+  type TaskClass,
   type TaskErrorCode,
   type WorkspaceFile,
 } from './ports.js';
@@ -27,6 +34,10 @@ const defaultTimeoutMs = 120_000;
 const assumedAnswerTokens = 1_000;
 /** A judge that errors or returns no valid verdict gets one replacement, then verification is unavailable. */
 const maxJudgesPerAttempt = 2;
+/** The classifier call is a side step of evaluate: past this the local classification stands. */
+const defaultClassifierTimeoutMs = 15_000;
+/** The class the classifier call is placed and reported under (see `classifyWithModel`). */
+const classifierTaskClass: TaskClass = 'general';
 
 /**
  * Bounds of the enhance step, so that context never crowds out the task: at most `notes` lines from
@@ -76,7 +87,16 @@ export async function runTask(
   return new TaskRun(task, ports, signal, options).run();
 }
 
-type WorkPurpose = 'work' | 'judge' | `judge-${number}`;
+type WorkPurpose = 'work' | 'judge' | `judge-${number}` | 'classify';
+
+/** What the evaluate step settled on, and the explanation entry that says so. */
+interface Evaluation {
+  classification: Classification;
+  message: string;
+  backend?: string;
+  decisionId?: string;
+  detail: unknown;
+}
 
 interface AttemptFailure {
   attempt: number;
@@ -157,7 +177,11 @@ class TaskRun {
   private readonly timeoutMs: number;
   private readonly judgeEnabled: boolean;
   private readonly attemptOffset: number;
+  private readonly classifierBackend: string | undefined;
+  private readonly classifierTimeoutMs: number;
   private classification!: Classification;
+  /** The idempotency key of this run's classifier call (see `classifyWithModel`). */
+  private classifyRequestId: string | undefined;
   private prompt = '';
   private costMicroUsd = 0;
   private attemptNumber = 0;
@@ -180,6 +204,8 @@ class TaskRun {
     this.timeoutMs = options.timeoutMs ?? defaultTimeoutMs;
     this.judgeEnabled = task.verify.judge !== false;
     this.attemptOffset = Math.max(0, Math.floor(options.attemptOffset ?? 0));
+    this.classifierBackend = options.classifierBackend?.trim() || undefined;
+    this.classifierTimeoutMs = Math.max(1, Math.floor(options.classifierTimeoutMs ?? defaultClassifierTimeoutMs));
   }
 
   async run(): Promise<EngineOutcome> {
@@ -195,9 +221,21 @@ class TaskRun {
 
   private async pipeline(): Promise<EngineOutcome> {
     this.checkCancel();
-    this.classification = classifyTask(this.task);
+    const local = classifyTask(this.task);
+    this.classification = local;
+    const evaluation = this.classifierBackend
+      ? await this.classifyWithModel(local, this.classifierBackend)
+      : { classification: local, message: `Local classifier: ${local.reason}`, detail: local };
+    this.classification = evaluation.classification;
     await this.ports.trace.classified(this.classification);
-    await this.explain({ step: 'evaluate', attempt: 0, message: this.classification.reason, detail: this.classification });
+    await this.explain({
+      step: 'evaluate',
+      attempt: 0,
+      message: evaluation.message,
+      backend: evaluation.backend,
+      decisionId: evaluation.decisionId,
+      detail: evaluation.detail,
+    });
     this.prompt = await this.enhance();
     if (this.task.verify.postconditions?.length && !this.ports.workspace) {
       return this.fail(
@@ -216,6 +254,166 @@ class TaskRun {
       this.lastFailureCode(),
       `All ${this.maxAttempts} attempts were used without ${goal}: ${this.triedText()}.`,
     );
+  }
+
+  /**
+   * The optional model classifier. The call is billed to the task with the machinery a judge call
+   * uses: placed (restricted to the classifier backend), its worst case reserved, a pool slot leased,
+   * its usage settled and its outcome reported. A bare reserve+settle through billing would be less
+   * code, but it would need the placement's worst case and rate card revision anyway, would run the
+   * adapter outside the pool's concurrency limit (the one slot count an operator sets per backend),
+   * and would keep the call out of the backend's health signals; placing it also applies the task's
+   * mode (private mode keeps the task text away from a backend it does not trust). Its purpose
+   * `classify` is placed like a judge, being like one a text-only side call that must not move the
+   * work's incumbent nor count as a work sample, but only on the classifier backend; and for class
+   * `general`, since classifying is the same job whatever the class. As for the judge, the task's
+   * backend list does not apply: it names who may do the work.
+   * Whatever goes wrong, the local classification stands; only the caller's cancel and unexpected
+   * port failures end the run, as everywhere else.
+   */
+  private async classifyWithModel(local: Classification, backend: string): Promise<Evaluation> {
+    const localStands = (why: string, placement?: Placement, extra: Record<string, unknown> = {}): Evaluation => ({
+      classification: local,
+      message: `Local classifier (the model classifier on ${placement ? namedPlacement(placement) : backend} was not used: ${why}): ${local.reason}`,
+      backend,
+      decisionId: placement?.decisionId,
+      detail: { classifier: 'local', classifierBackend: backend, notUsedBecause: why, local, ...extra },
+    });
+
+    // Evaluate runs again in a resumed run, before any attempt row exists, so the attempt offset
+    // cannot tell runs apart here: a fresh id per run keeps this run off a dead run's reservation.
+    const callId = this.ports.newAttemptId();
+    this.classifyRequestId = `${this.task.id}:classify:${callId}`;
+    const request = buildClassifierRequest(this.task);
+    const left = await this.budgetLeft();
+    this.checkCancel();
+
+    let placement: Placement;
+    try {
+      placement = await this.ports.placement.place(
+        {
+          taskId: this.task.id,
+          projectId: this.task.projectId,
+          requestId: this.requestId(0, 'classify'),
+          taskClass: classifierTaskClass,
+          requiredCapabilities: [],
+          estimatedInputTokens: estimateTokens(`${request.systemPrompt ?? ''}\n${request.prompt}`),
+          mode: this.task.mode,
+          taskBudgetLeftMicroUsd: left.taskMicroUsd,
+          dayBudgetLeftMicroUsd: left.dayMicroUsd,
+          allowedBackends: [backend],
+          excludeBackends: [],
+          purpose: 'classify',
+        },
+        this.signal,
+      );
+    } catch (error) {
+      if (!isRefusal(error) || this.signal.aborted) throw error;
+      const why =
+        error.code === 'actor.budget.exceeded'
+          ? `the budget is too small for it, ${budgetLeftPhrase(left)} (${clause(error.message)})`
+          : `it could not be placed (${clause(error.message)})`;
+      return localStands(why, undefined, { refusal: error.code });
+    }
+    this.checkCancel();
+
+    let reservation: Reservation;
+    try {
+      reservation = await this.reserve(0, 'classify', callId, placement.worstCaseCostMicroUsd);
+    } catch (error) {
+      if (!isRefusal(error) || error.code !== 'actor.budget.exceeded' || this.signal.aborted) throw error;
+      return localStands(
+        `the budget is too small for its worst case of ${formatUsd(placement.worstCaseCostMicroUsd)} (${clause(error.message)})`,
+        placement,
+        { refusal: error.code, placement: placement.detail },
+      );
+    }
+    this.checkCancel();
+
+    // One time limit over the wait for a slot and the call: a busy classifier must not hold the task.
+    const timeout = AbortSignal.timeout(this.classifierTimeoutMs);
+    const signal = AbortSignal.any([this.signal, timeout]);
+    const limit = seconds(this.classifierTimeoutMs);
+    let lease: Lease;
+    try {
+      lease = await this.ports.pool.acquire(
+        {
+          requestId: this.requestId(0, 'classify'),
+          workType: 'classify',
+          workId: this.task.id,
+          projectId: this.task.projectId,
+          agentType: placement.backend,
+        },
+        signal,
+      );
+      this.lease = lease;
+    } catch (error) {
+      if (this.signal.aborted) throw error;
+      if (!isRefusal(error) && !timeout.aborted) throw error;
+      await this.releaseReservation(reservation);
+      if (isRefusal(error)) {
+        await this.report(0, 'classify', placement, refusedRun(error), false, 0);
+        return localStands(`no agent slot of type ${placement.backend} could be leased (${clause(error.message)})`, placement);
+      }
+      return localStands(`no agent slot of type ${placement.backend} came free within ${limit}`, placement);
+    }
+    this.checkCancel();
+
+    const agentRequest: AgentRequest = {
+      ...request,
+      timeoutMs: this.classifierTimeoutMs,
+      maxBudgetMicroUsd: reservation.amountMicroUsd,
+      executionId: callId,
+      projectId: this.task.projectId,
+      configuration: lease.configuration,
+    };
+    let result: AgentResult;
+    try {
+      result = await this.ports.agents.executeWithSchema(placement.backend, agentRequest, classificationJsonSchema, signal);
+    } catch (error) {
+      if (this.signal.aborted) throw error;
+      // The call is optional: even an adapter that throws only costs the task its local classification.
+      result = isRefusal(error)
+        ? refusedRun(error)
+        : { ...refusedRun(new PortRefusal('error', error instanceof Error ? error.message : String(error))), errorKind: 'backend' };
+    } finally {
+      await this.releaseLease();
+    }
+
+    const cost = await this.settle(reservation, placement, result);
+    if (this.signal.aborted) throw new RunCancelled();
+    const parsed = timeout.aborted
+      ? ({ ok: false, error: `it gave no answer within ${limit}` } as const)
+      : parseModelClassification(result);
+    const reported: AgentResult = parsed.ok
+      ? result
+      : { ...result, success: false, errorKind: timeout.aborted ? 'timeout' : (result.errorKind ?? 'backend') };
+    await this.report(0, 'classify', placement, reported, parsed.ok, cost);
+
+    const usage = `${seconds(result.durationMs)}, ${result.inputTokens} input and ${result.outputTokens} output tokens, ${formatUsd(cost)} of the ${formatUsd(reservation.amountMicroUsd)} reserved`;
+    const call = {
+      reservationId: reservation.reservationId,
+      costMicroUsd: cost,
+      inputTokens: result.inputTokens,
+      outputTokens: result.outputTokens,
+      durationMs: result.durationMs,
+      placement: placement.detail,
+    };
+    if (!parsed.ok) {
+      return localStands(`${clause(parsed.error)}; the call took ${usage}`, placement, { call });
+    }
+    const classification = mergeModelClassification(local, parsed.value);
+    const visionNote =
+      parsed.value.vision === local.vision
+        ? ''
+        : ` The model said vision is ${parsed.value.vision ? '' : 'not '}needed; vision stays ${local.vision ? 'needed' : 'not needed'}, as the task ${local.vision ? 'carries images or asks for vision' : 'carries no images and does not ask for vision'}.`;
+    return {
+      classification,
+      message: `Model classifier on ${namedPlacement(placement)}: ${classification.taskClass}, difficulty ${classification.difficulty} of 3 (${usage}). ${sentence(classification.reason)}${visionNote} The local classifier had said ${local.taskClass}, difficulty ${local.difficulty}.`,
+      backend: placement.backend,
+      decisionId: placement.decisionId,
+      detail: { classifier: 'model', classifierBackend: placement.backend, classification, model: parsed.value, local, call },
+    };
   }
 
   /**
@@ -1140,7 +1338,7 @@ class TaskRun {
     await this.ports.placement.reportOutcome({
       requestId: this.requestId(number, purpose),
       backend: placement.backend,
-      taskClass: this.classification.taskClass,
+      taskClass: purpose === 'classify' ? classifierTaskClass : this.classification.taskClass,
       success: result.success,
       verified,
       latencyMs: result.durationMs,
@@ -1198,6 +1396,7 @@ class TaskRun {
   }
 
   private requestId(number: number, purpose: WorkPurpose): string {
+    if (purpose === 'classify' && this.classifyRequestId) return this.classifyRequestId;
     return `${this.task.id}:${number + this.attemptOffset}:${purpose}`;
   }
 

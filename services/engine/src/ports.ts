@@ -99,6 +99,11 @@ export interface Classification {
   /** 1 (easy) .. 3 (hard). */
   difficulty: number;
   reason: string;
+  /**
+   * Who decided it: `local` (the engine's regular-expression classifier) or `model` (the answer of the
+   * configured classifier backend, `EngineOptions.classifierBackend`).
+   */
+  source: 'local' | 'model';
 }
 
 /** The part of a placement decision the engine acts on; `detail` is the whole decision, stored as is. */
@@ -131,7 +136,13 @@ export interface PlaceRequest {
   excludeBackends: string[];
   /** For an escalation: the backend whose answer failed verification; the winner must be stronger. */
   escalateFromBackend?: string;
-  purpose: 'work' | 'judge';
+  /**
+   * `work`: the task's own work (restricted to the task's backends). `judge`: a verdict on an answer
+   * (the task's backend list does not apply; placed by family and trust). `classify`: the optional
+   * model call of the evaluate step, placed like a judge (it moves no incumbent, is no work sample)
+   * but restricted to `allowedBackends`, which then names the classifier backend alone.
+   */
+  purpose: 'work' | 'judge' | 'classify';
   /** For a judge: the worker's family, to avoid. */
   avoidModelFamily?: string;
 }
@@ -205,7 +216,8 @@ export interface PoolPort {
   acquire(
     request: {
       requestId: string;
-      workType: 'task' | 'judge';
+      /** `classify` is the optional model call of the evaluate step (`EngineOptions.classifierBackend`). */
+      workType: 'task' | 'judge' | 'classify';
       workId: string;
       projectId: string;
       agentId?: string;
@@ -391,4 +403,18 @@ export interface EngineOptions {
    * earlier run's reservation or lease; trace calls still number this run's attempts from 1.
    */
   attemptOffset?: number;
+  /**
+   * The adapter type (`demo:beta-judge`, `ai-sdk:openai/gpt-4o-mini`) asked to classify each task after
+   * the local classifier; unset: the local classifier alone decides. The call is placed (restricted
+   * to this backend), reserved, leased and settled to the task like a judge call. A valid answer wins
+   * for the task class, difficulty and reason; vision stays what the task carries. Any failure (no
+   * placement, no budget, no slot, an error, an invalid answer, the time limit) leaves the local
+   * result standing and the `evaluate` explanation says why; it never fails the task.
+   */
+  classifierBackend?: string;
+  /**
+   * Time limit of the classifier call in ms, waiting for its slot included; default 15 000. Past
+   * it the local result stands.
+   */
+  classifierTimeoutMs?: number;
 }

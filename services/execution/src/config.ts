@@ -64,6 +64,12 @@ function usdSetting(defaultUsd: string) {
  *   process group) and fails the check. A task's `verify.check_timeout_ms` can lower it, not raise it.
  * - `EXECUTION_ORPHAN_SWEEP_MS`: how often working copies left by a crashed execution process on this
  *   host are removed (also once at start), default 600000; 0 sweeps only at start.
+ * - `EXECUTION_CLASSIFIER_BACKEND`: an adapter type (`demo:beta-judge`, `ai-sdk:openai/gpt-4o-mini`)
+ *   asked, after the local classifier, to classify each task with a structured answer; its answer
+ *   wins when valid. The call is placed on that backend only, reserved, leased and settled to the
+ *   task. Unset (default): the local classifier alone. Any failure leaves the local result.
+ * - `EXECUTION_CLASSIFIER_TIMEOUT_MS`: time limit of that call, the wait for its slot included,
+ *   default 15000; past it the local result stands.
  * - plus LOG_LEVEL, DATABASE_URL, ACTOR_DATA_DIR (see kit).
  */
 export const executionConfigSchema = z.object({
@@ -89,6 +95,8 @@ export const executionConfigSchema = z.object({
   EXECUTION_DEFAULT_SLOT_CONCURRENCY: integerSetting(8),
   EXECUTION_CHECK_TIMEOUT_MS: integerSetting(600_000),
   EXECUTION_ORPHAN_SWEEP_MS: integerSetting(600_000),
+  EXECUTION_CLASSIFIER_BACKEND: optionalSetting(),
+  EXECUTION_CLASSIFIER_TIMEOUT_MS: integerSetting(15_000),
   EXECUTION_WEBHOOK_CONCURRENCY: integerSetting(8),
   EXECUTION_WEBHOOK_TIMEOUT_MS: integerSetting(10_000),
   EXECUTION_WEBHOOK_POLL_INTERVAL_MS: integerSetting(1_000),

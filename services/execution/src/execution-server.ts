@@ -104,7 +104,11 @@ export async function startExecution({ config, logger, adapterEnv = process.env 
     pollIntervalMs: config.EXECUTION_POLL_INTERVAL_MS,
     cancelPollMs: config.EXECUTION_CANCEL_POLL_MS,
     maxRuns: config.EXECUTION_MAX_RUNS,
-    engine: { maxAttempts: config.ACTOR_MAX_ATTEMPTS },
+    engine: {
+      maxAttempts: config.ACTOR_MAX_ATTEMPTS,
+      classifierBackend: config.EXECUTION_CLASSIFIER_BACKEND,
+      classifierTimeoutMs: config.EXECUTION_CLASSIFIER_TIMEOUT_MS,
+    },
   });
   const server = await startGrpcServer({
     name: 'execution',

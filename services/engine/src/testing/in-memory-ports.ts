@@ -52,7 +52,7 @@ export interface BackendProfile {
   taskClasses?: TaskClass[];
   /** Features it has (`vision`, `tools`); default none. */
   capabilities?: string[];
-  /** What placement may use it for; default both. */
+  /** What placement may use it for; default all (`classify` calls are taken by `judge` backends too). */
   purposes?: Array<PlaceRequest['purpose']>;
 }
 
@@ -150,7 +150,9 @@ export class InMemoryPlacement implements PlacementPort {
   private exclusionReason(profile: BackendProfile, request: PlaceRequest, escalateFrom: BackendProfile | undefined): string | undefined {
     if (request.allowedBackends.length > 0 && !request.allowedBackends.includes(profile.backend)) return 'is not among the task\'s backends';
     if (request.excludeBackends.includes(profile.backend)) return 'was excluded';
-    if (profile.purposes && !profile.purposes.includes(request.purpose)) return `does not take ${request.purpose === 'judge' ? 'judging' : 'work'}`;
+    if (profile.purposes && !profile.purposes.includes(request.purpose) && !(request.purpose === 'classify' && profile.purposes.includes('judge'))) {
+      return `does not take ${request.purpose === 'work' ? 'work' : request.purpose === 'judge' ? 'judging' : 'classifying'}`;
+    }
     if (profile.taskClasses && !profile.taskClasses.includes(request.taskClass)) return `does not serve ${request.taskClass} tasks`;
     const missing = request.requiredCapabilities.filter((capability) => !(profile.capabilities ?? []).includes(capability));
     if (missing.length > 0) return `lacks ${missing.join(', ')}`;

@@ -39,11 +39,13 @@ export class GrpcPlacementPort implements PlacementPort {
           mode: modeToProto(request.mode),
           taskBudgetLeftMicroUsd: request.taskBudgetLeftMicroUsd,
           dayBudgetLeftMicroUsd: request.dayBudgetLeftMicroUsd,
-          // The task's backend list restricts its workers; judges are chosen by family and trust.
-          allowedBackends: request.purpose === 'work' ? request.allowedBackends : [],
+          // The task's backend list restricts its workers; judges are chosen by family and trust. A
+          // classifier call names its one backend here.
+          allowedBackends: request.purpose === 'judge' ? [] : request.allowedBackends,
           excludeBackends: request.excludeBackends,
           escalateFromBackend: request.escalateFromBackend ?? '',
-          purpose: request.purpose === 'judge' ? Purpose.PURPOSE_JUDGE : Purpose.PURPOSE_WORK,
+          // A classifier call is placed as a judge: a side call that moves no incumbent, no work sample.
+          purpose: request.purpose === 'work' ? Purpose.PURPOSE_WORK : Purpose.PURPOSE_JUDGE,
           avoidModelFamily: request.avoidModelFamily ?? '',
           availableBackends,
         },

@@ -272,13 +272,14 @@ describe('BillingService over gRPC', () => {
 
   it('expires an abandoned reservation and frees its amount without anyone asking', async () => {
     const { reservation } = await client.reserve(
-      reserveRequest({ projectId: 'prj_abandoned', amountMicroUsd: 900_000, perDayLimitMicroUsd: 1_000_000, ttlMs: 300 }),
+      // Long enough that the two checks below run before it lapses even on a loaded machine.
+      reserveRequest({ projectId: 'prj_abandoned', amountMicroUsd: 900_000, perDayLimitMicroUsd: 1_000_000, ttlMs: 3_000 }),
     );
     expect((await client.getSpend({ projectId: 'prj_abandoned' })).reservedMicroUsd).toBe(900_000);
     const blocked = await rejection(client.reserve(reserveRequest({ projectId: 'prj_abandoned', amountMicroUsd: 900_000, perDayLimitMicroUsd: 1_000_000 })));
     expect(blocked.code).toBe('actor.budget.exceeded');
     // The bound is ttl + one sweep interval (100 ms here); allow generous slack for a loaded machine.
-    for (let waited = 0; waited < 10_000; waited += 100) {
+    for (let waited = 0; waited < 20_000; waited += 100) {
       if ((await client.getSpend({ projectId: 'prj_abandoned' })).reservedMicroUsd === 0) break;
       await sleep(100);
     }

@@ -358,6 +358,7 @@ export const openApiDocument = {
               vision: { type: 'boolean' },
               difficulty: { type: 'integer', minimum: 1, maximum: 3 },
               reason: { type: 'string' },
+              source: { type: 'string', enum: ['local', 'model'] },
             },
           }),
           explanation: {

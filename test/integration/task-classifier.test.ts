@@ -35,7 +35,7 @@ describe('a task classified by a model', () => {
     expect(task?.state).toBe(TaskState.TASK_STATE_SUCCEEDED);
 
     // The demo backend answers a schema with its first enum value and the middle of a range.
-    expect(task?.classification).toMatchObject({ taskClass: 'code', difficulty: 2, vision: false });
+    expect(task?.classification).toMatchObject({ taskClass: 'code', difficulty: 2, vision: false, source: 'model' });
     const evaluate = task!.explanation.find((entry) => entry.step === 'evaluate')!;
     expect(evaluate.backend).toBe(classifier);
     expect(evaluate.message).toContain(`Model classifier on ${classifier} (demo backend): code, difficulty 2 of 3`);

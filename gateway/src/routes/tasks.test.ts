@@ -111,7 +111,7 @@ describe('the task JSON', () => {
     result: '4',
     error: undefined,
     costMicroUsd: 126_410,
-    classification: { taskClass: 'general', vision: false, difficulty: 1, reason: 'arithmetic' },
+    classification: { taskClass: 'general', vision: false, difficulty: 1, reason: 'arithmetic', source: 'local' },
     explanation: [
       { step: 'place', attempt: 1, message: 'chose demo:alpha-mini', backend: 'demo:alpha-mini', decisionId: 'dec_1', detailJson: '{"winner":"demo:alpha-mini"}', time: created },
       { step: 'evaluate', attempt: 0, message: 'general', backend: '', decisionId: '', detailJson: 'not json', time: undefined },
@@ -161,7 +161,7 @@ describe('the task JSON', () => {
       result: '4',
       error: null,
       cost: { usd: 0.13, micro_usd: 126_410 },
-      classification: { task_class: 'general', vision: false, difficulty: 1, reason: 'arithmetic' },
+      classification: { task_class: 'general', vision: false, difficulty: 1, reason: 'arithmetic', source: 'local' },
       agent_id: null,
       created_at: '2026-01-02T03:04:05.000Z',
       finished_at: null,

@@ -232,6 +232,7 @@ export function encodeTask(task: Task) {
           vision: task.classification.vision,
           difficulty: task.classification.difficulty,
           reason: task.classification.reason,
+          source: task.classification.source,
         }
       : null,
     explanation: task.explanation.map(encodeExplanationEntry),

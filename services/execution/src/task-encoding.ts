@@ -99,7 +99,7 @@ export function encodeTask(
   },
 ): Task {
   const classification = row.classification as
-    | { taskClass: string; vision: boolean; difficulty: number; reason: string }
+    | { taskClass: string; vision: boolean; difficulty: number; reason: string; source?: string }
     | null;
   return {
     id: row.id,
@@ -111,7 +111,8 @@ export function encodeTask(
     result: row.result ?? '',
     error: row.errorCode ? { code: row.errorCode, message: row.errorMessage ?? '' } : undefined,
     costMicroUsd: row.costMicroUsd,
-    classification: classification ?? undefined,
+    // Rows classified before the model classifier existed carry no source: the local classifier made them.
+    classification: classification ? { ...classification, source: classification.source ?? 'local' } : undefined,
     explanation: details.explanation.map(encodeExplanation),
     attempts: details.attempts.map(encodeAttempt),
     agentId: row.agentId ?? '',

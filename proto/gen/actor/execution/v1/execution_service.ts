@@ -283,6 +283,11 @@ export interface Classification {
   difficulty: number;
   /** Why, for people. */
   reason: string;
+  /**
+   * Who classified: `local` (the fast local classifier) or `model` (the backend named by
+   * EXECUTION_CLASSIFIER_BACKEND answered with a valid structured classification).
+   */
+  source: string;
 }
 
 /** Verdict is a judge's structured verdict on one attempt. */
@@ -1635,7 +1640,7 @@ export const TaskError: MessageFns<TaskError> = {
 };
 
 function createBaseClassification(): Classification {
-  return { taskClass: "", vision: false, difficulty: 0, reason: "" };
+  return { taskClass: "", vision: false, difficulty: 0, reason: "", source: "" };
 }
 
 export const Classification: MessageFns<Classification> = {
@@ -1651,6 +1656,9 @@ export const Classification: MessageFns<Classification> = {
     }
     if (message.reason !== "") {
       writer.uint32(34).string(message.reason);
+    }
+    if (message.source !== "") {
+      writer.uint32(42).string(message.source);
     }
     return writer;
   },
@@ -1700,6 +1708,14 @@ export const Classification: MessageFns<Classification> = {
             message.reason = reader.string();
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.source = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1722,6 +1738,7 @@ export const Classification: MessageFns<Classification> = {
       vision: isSet(object.vision) ? globalThis.Boolean(object.vision) : false,
       difficulty: isSet(object.difficulty) ? globalThis.Number(object.difficulty) : 0,
       reason: isSet(object.reason) ? globalThis.String(object.reason) : "",
+      source: isSet(object.source) ? globalThis.String(object.source) : "",
     };
   },
 
@@ -1739,6 +1756,9 @@ export const Classification: MessageFns<Classification> = {
     if (message.reason !== "") {
       obj.reason = message.reason;
     }
+    if (message.source !== "") {
+      obj.source = message.source;
+    }
     return obj;
   },
 
@@ -1751,6 +1771,7 @@ export const Classification: MessageFns<Classification> = {
     message.vision = object.vision ?? false;
     message.difficulty = object.difficulty ?? 0;
     message.reason = object.reason ?? "";
+    message.source = object.source ?? "";
     return message;
   },
 };

@@ -208,7 +208,11 @@ describe('PoolService over gRPC', () => {
 
     it('refuses a stale epoch or an unknown lease on renew and release', async () => {
       const agent = await createAgent();
+      // An earlier lease on the slot, so that this one's epoch has an older, stale one below it.
+      const { lease: earlier } = await client.acquire(acquireFields({ agentId: agent.id, ttlMs: 10_000 }));
+      await client.release({ leaseId: earlier!.id, epoch: earlier!.epoch });
       const { lease } = await client.acquire(acquireFields({ agentId: agent.id, ttlMs: 10_000 }));
+      expect(lease!.epoch).toBeGreaterThan(earlier!.epoch);
       const staleRenew = await rejection(client.renew({ leaseId: lease!.id, epoch: lease!.epoch + 1 }));
       expect(staleRenew).toMatchObject({ status: Status.ABORTED, code: 'actor.lease.stale' });
       expect(staleRenew.message).toContain(`epoch ${lease!.epoch + 1} is stale`);
@@ -224,6 +228,13 @@ describe('PoolService over gRPC', () => {
       const renewed = await client.renew({ leaseId: lease!.id, epoch: lease!.epoch, ttlMs: 60_000 });
       expect(renewed.lease!.expireTime!.getTime()).toBeGreaterThan(lease!.expireTime!.getTime());
       expect(renewed.lease!.epoch).toBe(lease!.epoch);
+      // The renewal answers with the whole lease, its agent included (read in the same statement).
+      expect(renewed.lease).toMatchObject({
+        id: lease!.id,
+        workId: lease!.workId,
+        acquireTime: lease!.acquireTime,
+        agent: { id: agent.id, name: agent.name, concurrency: agent.concurrency },
+      });
       expect(await client.release({ leaseId: lease!.id, epoch: lease!.epoch })).toEqual({ released: true });
     });
 

@@ -188,6 +188,24 @@ const releaseLease = hotStatement(
     returning end_reason`,
 );
 
+/**
+ * The renewal: moves the deadline of a lease this holder (id and epoch) still has open, and answers
+ * with the lease and its agent in the same statement (the agent cannot go while the lease is active:
+ * deleting an agent with an active lease is refused, and the foreign key holds it).
+ */
+const renewLease = hotStatement(
+  'pool_renew_lease',
+  sql`
+    with renewed as (
+      update pool.agent_leases
+      set expires_at = ${fromNow(placeholder('ttlMs'))}
+      where id = ${placeholder('leaseId')}::text and epoch = ${placeholder('epoch')}::bigint
+        and ended_at is null and expires_at > statement_timestamp()
+      returning *)
+    select row_to_json(renewed) as lease, row_to_json(a) as agent
+    from renewed join pool.agents a on a.id = renewed.agent_id`,
+);
+
 /** A timestamp as `row_to_json` spells it, or null. */
 function dateOrNull(value: unknown): Date | null {
   return value === null || value === undefined ? null : new Date(String(value));
@@ -435,15 +453,12 @@ export class PoolRepository {
     epoch: number,
     ttlMs: number,
   ): Promise<{ lease: LeaseWithAgent } | { problem: LeaseProblem }> {
-    const [renewed] = await this.db
-      .update(agentLeases)
-      .set({ expiresAt: fromNow(ttlMs) })
-      .where(and(eq(agentLeases.id, leaseId), eq(agentLeases.epoch, epoch), leaseIsActive))
-      .returning();
-    if (renewed) {
-      const agent = await this.getAgent(renewed.agentId);
-      return { lease: { lease: renewed, agent: agent! } };
-    }
+    const [renewed] = await this.runHot<{ lease: Record<string, unknown>; agent: Record<string, unknown> }>(renewLease, {
+      ttlMs,
+      leaseId,
+      epoch,
+    });
+    if (renewed) return { lease: { lease: leaseFromJson(renewed.lease), agent: agentFromJson(renewed.agent) } };
     return { problem: await this.diagnose(leaseId, epoch) };
   }
 

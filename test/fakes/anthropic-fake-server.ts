@@ -6,14 +6,18 @@ import type { AddressInfo } from 'node:net';
  * speaks the real wire format, as the `claude` CLI uses it: `HEAD /`, `POST /v1/messages` (the CLI adds
  * `?beta=true`) plain or streaming (SSE `event:`/`data:` pairs: `message_start`, `content_block_start`,
  * `content_block_delta` with `text_delta` or `input_json_delta`, `content_block_stop`, `message_delta`
- * with the stop reason and usage, `message_stop`), and Anthropic's error body
- * `{ type: 'error', error: { type, message } }`. Tests choose the replies and read back the requests.
+ * with the stop reason and usage, `message_stop`), `GET /v1/models` (the Models API's
+ * `{ data: [{ type: 'model', id, display_name, created_at }], has_more, first_id, last_id }`), and
+ * Anthropic's error body `{ type: 'error', error: { type, message } }`. Tests choose the replies and
+ * read back the requests.
  */
 
 /** One scripted reply: text, or a tool call (the model asking to run a tool). */
 export interface AnthropicFakeReply {
-  /** The answer text; default `A fake answer.` (ignored when `toolUse` is set). */
+  /** The answer text; default `A fake answer.` (ignored when `toolUse` or `json` is set). */
   text?: string;
+  /** For structured-output calls: the value whose JSON text is the answer. */
+  json?: unknown;
   /** Answer with a `tool_use` block instead (stop reason `tool_use`). */
   toolUse?: { name: string; input: Record<string, unknown> };
   /** How the streamed text is split; default: pieces of about 12 characters. */
@@ -26,6 +30,11 @@ export interface AnthropicFakeReply {
   status?: number;
   /** Streaming only: destroy the socket after this many text chunks. */
   cutAfterChunks?: number;
+  /**
+   * Streaming only: end the response cleanly (as a proxy timing out might) after this many text
+   * chunks, with no `message_delta` and no `message_stop`.
+   */
+  endAfterChunks?: number;
 }
 
 /** A `POST /v1/messages` the fake received, with the parts a test usually looks at. */
@@ -47,6 +56,13 @@ export interface AnthropicFakeServerOptions {
   apiKey?: string;
   /** Chooses the reply for a request when the scripted queue is empty. */
   respond?: (request: AnthropicFakeRequest) => AnthropicFakeReply;
+  /** Model ids `GET /v1/models` lists; default `['claude-fake']`. */
+  models?: string[];
+  /**
+   * Put the presented key in the 401 message (the real API does not), so that tests can prove an
+   * adapter never passes a key on in its errors. Default false.
+   */
+  echoKeyInErrors?: boolean;
 }
 
 export interface AnthropicFakeServer {
@@ -71,12 +87,27 @@ export async function startAnthropicFakeServer(options: AnthropicFakeServerOptio
     });
   });
 
+  function sendUnauthorized(response: ServerResponse, presented: string | undefined): void {
+    sendError(response, 401, 'authentication_error', options.echoKeyInErrors ? `invalid x-api-key: ${presented ?? '(none)'}` : 'invalid x-api-key');
+  }
+
   async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const path = (request.url ?? '/').split('?')[0] ?? '/';
     const text = await readBody(request);
     if (request.method === 'HEAD' || (request.method === 'GET' && path === '/')) {
       response.writeHead(200).end();
       return;
+    }
+    if (request.method === 'GET' && path === '/v1/models') {
+      const presented = headerValue(request.headers['x-api-key']) ?? /^Bearer (.*)$/.exec(headerValue(request.headers.authorization) ?? '')?.[1];
+      if (options.apiKey !== undefined && presented !== options.apiKey) return sendUnauthorized(response, presented);
+      const models = options.models ?? ['claude-fake'];
+      return sendJson(response, 200, {
+        data: models.map((id) => ({ type: 'model', id, display_name: id, created_at: '2025-01-01T00:00:00Z' })),
+        has_more: false,
+        first_id: models[0] ?? null,
+        last_id: models.at(-1) ?? null,
+      });
     }
     if (request.method !== 'POST' || path !== '/v1/messages') {
       return sendError(response, 404, 'not_found_error', `Not found: ${request.method} ${path}`);
@@ -85,16 +116,14 @@ export async function startAnthropicFakeServer(options: AnthropicFakeServerOptio
     const apiKey = headerValue(request.headers['x-api-key']) ?? /^Bearer (.*)$/.exec(headerValue(request.headers.authorization) ?? '')?.[1];
     const recorded = describeRequest(request.url ?? path, apiKey, body);
     requests.push(recorded);
-    if (options.apiKey !== undefined && apiKey !== options.apiKey) {
-      return sendError(response, 401, 'authentication_error', 'invalid x-api-key');
-    }
+    if (options.apiKey !== undefined && apiKey !== options.apiKey) return sendUnauthorized(response, apiKey);
     const reply = queue.shift() ?? options.respond?.(recorded) ?? {};
     sequence += 1;
     if (reply.status !== undefined) return sendError(response, reply.status, reply.status >= 500 ? 'api_error' : 'invalid_request_error', `scripted HTTP ${reply.status}`);
     const id = `msg_fake${String(sequence).padStart(4, '0')}`;
     const usage = reply.usage ?? {
       inputTokens: Math.max(1, Math.ceil(text.length / 4)),
-      outputTokens: Math.max(1, Math.ceil((reply.toolUse ? JSON.stringify(reply.toolUse.input) : (reply.text ?? defaultText)).length / 4)),
+      outputTokens: Math.max(1, Math.ceil((reply.toolUse ? JSON.stringify(reply.toolUse.input) : replyText(reply)).length / 4)),
     };
     const model = String(body.model ?? 'claude-fake');
     if (body.stream === true) return streamMessage(response, id, model, reply, usage);
@@ -129,10 +158,18 @@ export async function startAnthropicFakeServer(options: AnthropicFakeServerOptio
       send('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: JSON.stringify(reply.toolUse.input) } });
     } else {
       send('content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } });
-      const chunks = reply.chunks ?? splitText(reply.text ?? defaultText);
+      const chunks = reply.chunks ?? splitText(replyText(reply));
       for (const [index, chunk] of chunks.entries()) {
         if (reply.cutAfterChunks !== undefined && index >= reply.cutAfterChunks) {
+          // Flush what was sent and give the client a moment to read it, as a connection dropped
+          // mid-answer would: destroying at once can discard the chunks still in the socket's buffer.
+          await new Promise<void>((resolve) => response.write('', () => resolve()));
+          await sleep(20);
           response.destroy();
+          return;
+        }
+        if (reply.endAfterChunks !== undefined && index >= reply.endAfterChunks) {
+          response.end();
           return;
         }
         await sleep(reply.delayMs ?? 0);
@@ -169,7 +206,11 @@ const defaultText = 'A fake answer.';
 function contentBlock(reply: AnthropicFakeReply, sequence: number): Record<string, unknown> {
   return reply.toolUse
     ? { type: 'tool_use', id: `toolu_fake${sequence}`, name: reply.toolUse.name, input: reply.toolUse.input }
-    : { type: 'text', text: reply.text ?? defaultText };
+    : { type: 'text', text: replyText(reply) };
+}
+
+function replyText(reply: AnthropicFakeReply): string {
+  return reply.json !== undefined ? JSON.stringify(reply.json) : (reply.text ?? defaultText);
 }
 
 /** Reads every message of the list, not just the last: the CLI can end the list with a `system` one. */

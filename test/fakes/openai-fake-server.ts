@@ -7,6 +7,17 @@ import type { AddressInfo } from 'node:net';
  * `POST /v1/chat/completions` plain and streaming (SSE `data:` lines, a usage chunk when
  * `stream_options.include_usage` is set, then `data: [DONE]`), `GET /v1/models`, and OpenAI's error
  * body `{ error: { message, type, param, code } }`. Tests script the replies and read back the requests.
+ *
+ * It also speaks the Responses API (https://platform.openai.com/docs/api-reference/responses):
+ * `POST /v1/responses` answers a `response` object (`output[]` with one assistant `message` whose
+ * content is an `output_text` part, `usage { input_tokens, output_tokens, ... }`), or with
+ * `stream: true` the semantic SSE events (`event:` + `data:` pairs, each with a `sequence_number`):
+ * `response.created`, `response.in_progress`, `response.output_item.added`,
+ * `response.content_part.added`, `response.output_text.delta`..., `response.output_text.done`,
+ * `response.content_part.done`, `response.output_item.done`, then `response.completed` carrying the
+ * whole response with its usage (`response.incomplete` when `finishReason` is `max_output_tokens`).
+ * That stream has no `[DONE]` line. The same `FakeReply` scripts both APIs (`promptTokens` is reported
+ * as `input_tokens`, `completionTokens` as `output_tokens`).
  */
 
 /** One scripted reply. Everything is optional; the default is a short plain answer. */
@@ -21,7 +32,7 @@ export interface FakeReply {
   delayMs?: number;
   /** Token usage to report; default: about four characters a token of the prompt and the answer. */
   usage?: { promptTokens: number; completionTokens: number };
-  /** `stop` unless set. */
+  /** `stop` unless set. On the Responses API any other value (`max_output_tokens`) makes the response `incomplete` with that reason. */
   finishReason?: string;
   /** Answer with this HTTP status and an OpenAI error body instead. */
   status?: number;
@@ -95,6 +106,16 @@ export async function startOpenAiFakeServer(options: OpenAiFakeServerOptions = {
         object: 'list',
         data: (options.models ?? ['fake-model']).map((id) => ({ id, object: 'model', created: 1_700_000_000, owned_by: 'fake' })),
       });
+    }
+    if (request.method === 'POST' && path === '/v1/responses' && body) {
+      const reply = queue.shift() ?? options.respond?.(body) ?? {};
+      sequence += 1;
+      const id = `resp_fake${String(sequence).padStart(4, '0')}`;
+      return reply.status !== undefined
+        ? sendError(response, reply.status, reply.errorMessage ?? `scripted HTTP ${reply.status}`, reply.status >= 500 ? 'server_error' : 'invalid_request_error')
+        : body.stream === true
+          ? streamResponse(response, body, reply, id)
+          : answerResponse(response, body, reply, id);
     }
     if (request.method === 'POST' && path === '/v1/chat/completions' && body) {
       const reply = queue.shift() ?? options.respond?.(body) ?? {};
@@ -205,6 +226,103 @@ async function streamCompletion(response: ServerResponse, body: Record<string, u
   await send(chunkOf([{ index: 0, delta: {}, logprobs: null, finish_reason: reply.finishReason ?? 'stop' }]));
   if (includeUsage) await send(chunkOf([], usageOf(body, reply, answer)));
   if (!closed) response.end('data: [DONE]\n\n');
+}
+
+/** The Responses API's `usage` object. */
+function responsesUsageOf(body: Record<string, unknown>, reply: FakeReply, answer: string) {
+  const inputTokens = reply.usage?.promptTokens ?? Math.ceil(JSON.stringify(body.input ?? []).length / 4);
+  const outputTokens = reply.usage?.completionTokens ?? Math.ceil(answer.length / 4);
+  return {
+    input_tokens: inputTokens,
+    input_tokens_details: { cached_tokens: 0 },
+    output_tokens: outputTokens,
+    output_tokens_details: { reasoning_tokens: 0 },
+    total_tokens: inputTokens + outputTokens,
+  };
+}
+
+/**
+ * A Responses API `response` object. `finishReason` other than `stop` makes it `incomplete` with that
+ * reason (`max_output_tokens`, `content_filter`), as the API reports a cut answer.
+ */
+function responseObject(body: Record<string, unknown>, reply: FakeReply, id: string, createdAt: number, status: 'in_progress' | 'final') {
+  const answer = answerText(reply);
+  const incomplete = reply.finishReason !== undefined && reply.finishReason !== 'stop';
+  const done = status === 'final';
+  return {
+    id,
+    object: 'response',
+    created_at: createdAt,
+    status: done ? (incomplete ? 'incomplete' : 'completed') : 'in_progress',
+    error: null,
+    incomplete_details: done && incomplete ? { reason: reply.finishReason } : null,
+    model: String(body.model),
+    output: done ? [messageItem(id, answer)] : [],
+    parallel_tool_calls: true,
+    text: body.text ?? { format: { type: 'text' } },
+    usage: done ? responsesUsageOf(body, reply, answer) : null,
+    service_tier: 'default',
+  };
+}
+
+function messageItem(responseId: string, text: string) {
+  return {
+    type: 'message',
+    id: `msg_${responseId}`,
+    status: 'completed',
+    role: 'assistant',
+    content: [{ type: 'output_text', text, annotations: [], logprobs: [] }],
+  };
+}
+
+async function answerResponse(response: ServerResponse, body: Record<string, unknown>, reply: FakeReply, id: string): Promise<void> {
+  if (reply.delayMs) await wait(reply.delayMs);
+  if (response.socket === null || response.socket.destroyed) return;
+  sendJson(response, 200, responseObject(body, reply, id, Math.floor(Date.now() / 1000), 'final'));
+}
+
+async function streamResponse(response: ServerResponse, body: Record<string, unknown>, reply: FakeReply, id: string): Promise<void> {
+  const answer = answerText(reply);
+  const chunks = reply.chunks ?? (answer.match(/[\s\S]{1,12}/g) ?? ['']);
+  const createdAt = Math.floor(Date.now() / 1000);
+  const itemId = `msg_${id}`;
+  let sequenceNumber = 0;
+  let closed = false;
+  response.on('close', () => (closed = true));
+  // Resolves once the event is handed to the socket, so a cut after it really delivers it first.
+  const send = (type: string, fields: Record<string, unknown>) =>
+    new Promise<void>((resolve) => {
+      if (closed) return resolve();
+      const event = { type, sequence_number: sequenceNumber++, ...fields };
+      response.write(`event: ${type}\ndata: ${JSON.stringify(event)}\n\n`, () => resolve());
+    });
+
+  response.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive' });
+  const started = responseObject(body, reply, id, createdAt, 'in_progress');
+  await send('response.created', { response: started });
+  await send('response.in_progress', { response: started });
+  await send('response.output_item.added', { output_index: 0, item: { type: 'message', id: itemId, status: 'in_progress', role: 'assistant', content: [] } });
+  await send('response.content_part.added', { item_id: itemId, output_index: 0, content_index: 0, part: { type: 'output_text', text: '', annotations: [] } });
+  for (const [index, chunk] of chunks.entries()) {
+    if (reply.cutAfterChunks !== undefined && index >= reply.cutAfterChunks) {
+      await wait(20);
+      response.destroy();
+      return;
+    }
+    if (reply.endAfterChunks !== undefined && index >= reply.endAfterChunks) {
+      if (!closed) response.end();
+      return;
+    }
+    if (reply.delayMs) await wait(reply.delayMs);
+    if (closed) return;
+    await send('response.output_text.delta', { item_id: itemId, output_index: 0, content_index: 0, delta: chunk, logprobs: [] });
+  }
+  await send('response.output_text.done', { item_id: itemId, output_index: 0, content_index: 0, text: answer, logprobs: [] });
+  await send('response.content_part.done', { item_id: itemId, output_index: 0, content_index: 0, part: { type: 'output_text', text: answer, annotations: [] } });
+  await send('response.output_item.done', { output_index: 0, item: messageItem(id, answer) });
+  const final = responseObject(body, reply, id, createdAt, 'final');
+  await send(final.status === 'completed' ? 'response.completed' : 'response.incomplete', { response: final });
+  if (!closed) response.end();
 }
 
 function sendJson(response: ServerResponse, status: number, value: unknown): void {

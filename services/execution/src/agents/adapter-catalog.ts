@@ -2,6 +2,7 @@ import type { Agent, AdapterDefinition } from './agent.js';
 import { discoverAiSdkAdapter, openAiCompatibleProvider } from './ai-sdk/ai-sdk-discovery.js';
 import { claudeCodeAdapterType, discoverClaudeCodeAdapter } from './claude-code/claude-code-discovery.js';
 import { copilotAdapterType, discoverCopilotAdapter } from './copilot/copilot-discovery.js';
+import { anthropicProvider, discoverAnthropicAdapter, discoverOpenAiAdapter, openAiProvider } from './ai-sdk/hosted-provider-discovery.js';
 import { discoverOllamaAdapters, ollamaProvider } from './ai-sdk/ollama-discovery.js';
 import { demoAdapterDefinitions } from './demo/demo-catalog.js';
 import { discoverOpencodeAdapter, opencodeAdapterType } from './opencode/opencode-discovery.js';
@@ -47,7 +48,8 @@ export function createAgentFor(type: string): Agent | undefined {
 
 /**
  * Finds the adapters whose prerequisites are present: the built-in demo backends and `script` always,
- * the OpenAI-compatible one when its env is set, `claude-code` when its binary is found (on `PATH`
+ * the OpenAI-compatible one when its env is set, `ai-sdk:openai/<model>` when `OPENAI_API_KEY` is,
+ * `ai-sdk:anthropic/<model>` when `ANTHROPIC_API_KEY` is, `claude-code` when its binary is found (on `PATH`
  * or at `ACTOR_CLAUDE_CODE_BIN`), `copilot` when its binary (`ACTOR_COPILOT_BIN` or `PATH`) and a GitHub
  * token or custom provider are. Reads only the env object it is given.
  */
@@ -57,6 +59,12 @@ export function discoverAdapters(env: Record<string, string | undefined>): Adapt
   const aiSdk = discoverAiSdkAdapter(env);
   if (aiSdk.definition) definitions.push(aiSdk.definition);
   else notReady.push({ type: `ai-sdk:${openAiCompatibleProvider}/*`, reason: aiSdk.reason });
+  const openAi = discoverOpenAiAdapter(env);
+  if (openAi.definition) definitions.push(openAi.definition);
+  else notReady.push({ type: `ai-sdk:${openAiProvider}/*`, reason: openAi.reason });
+  const anthropic = discoverAnthropicAdapter(env);
+  if (anthropic.definition) definitions.push(anthropic.definition);
+  else notReady.push({ type: `ai-sdk:${anthropicProvider}/*`, reason: anthropic.reason });
   const claudeCode = discoverClaudeCodeAdapter(env);
   if (claudeCode.definition) definitions.push(claudeCode.definition);
   else notReady.push({ type: claudeCodeAdapterType, reason: claudeCode.reason });

@@ -1,4 +1,5 @@
 import { APICallError, Output, generateText, jsonSchema as toSchema, streamText, type LanguageModel } from 'ai';
+import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAI } from '@ai-sdk/openai';
 import { estimateTokens } from '@actor/kit';
 import type { AdapterLimits } from '@actor/proto/registry';
@@ -13,18 +14,32 @@ import {
 } from '../agent.js';
 import { RunRegistry, stopMessage, type Run } from '../run-registry.js';
 
-/** Where and how an `ai-sdk` agent reaches its OpenAI-compatible endpoint. */
+/**
+ * The wire protocol an `ai-sdk` agent speaks, each through its own `ai` SDK provider instance:
+ * - `openai-chat`: OpenAI Chat Completions (`POST <base>/chat/completions`), the one every
+ *   OpenAI-compatible server (Ollama, vLLM, LM Studio) speaks;
+ * - `openai-responses`: OpenAI's Responses API (`POST <base>/responses`);
+ * - `anthropic-messages`: the Anthropic Messages API (`POST <base>/messages`).
+ */
+export type AiSdkApi = 'openai-chat' | 'openai-responses' | 'anthropic-messages';
+
+/** Where and how an `ai-sdk` agent reaches its endpoint. */
 export interface AiSdkAgentOptions {
-  /** The adapter type, `ai-sdk:openai-compatible/<model>`. */
+  /** The adapter type, `ai-sdk:<provider>/<model>` (`ai-sdk:openai-compatible/llama3.1`, `ai-sdk:anthropic/claude-haiku-4-5`). */
   type: string;
-  /** The endpoint's base URL, up to and including `/v1` (`https://api.openai.com/v1`). */
+  /**
+   * The endpoint's base URL, up to and including `/v1` (`https://api.openai.com/v1`,
+   * `https://api.anthropic.com/v1`).
+   */
   baseURL: string;
   /** The endpoint's API key; kept in memory only and removed from every message the agent returns. */
   apiKey: string;
   /** The model id the endpoint serves. */
   model: string;
-  /** Provider name the SDK reports (`openai-compatible`). */
+  /** Provider name the SDK reports (`openai-compatible`); ignored for `anthropic-messages`, whose provider keeps its own. */
   providerName: string;
+  /** The wire protocol; default `openai-chat`. */
+  api?: AiSdkApi;
   /** The adapter's declared limits, merged with each caller's (the stricter wins). */
   limits: AdapterLimits;
   /** How long the health check waits for `GET /models`, in ms; default 3 000. */
@@ -32,42 +47,55 @@ export interface AiSdkAgentOptions {
 }
 
 /**
- * An adapter over the `ai` SDK for any server that speaks OpenAI Chat Completions (OpenAI, Ollama,
- * vLLM, LM Studio). It always uses an explicit provider instance: a bare model string would route
- * to a hosted gateway over the network. `request.model` is not consulted: the adapter type names its
- * one model, and its rate card prices that model.
+ * An adapter over the `ai` SDK for OpenAI (Chat Completions or Responses), Anthropic (Messages) and
+ * any server that speaks OpenAI Chat Completions (Ollama, vLLM, LM Studio). It always uses an
+ * explicit provider instance: a bare model string would route to a hosted gateway over the network.
+ * `request.model` is not consulted: the adapter type names its one model, and its rate card prices
+ * that model.
  */
 export class AiSdkAgent implements Agent {
   readonly type: string;
-  /** A bring-your-own key arrives as `request.environment.OPENAI_API_KEY` and replaces the configured one. */
-  readonly byoKeyVariable = byoKeyVariable;
+  /**
+   * A bring-your-own key arrives as `request.environment.OPENAI_API_KEY` (`ANTHROPIC_API_KEY` for
+   * Anthropic) and replaces the configured one for that request.
+   */
+  readonly byoKeyVariable: string;
   private readonly runs = new RunRegistry();
   private readonly model: LanguageModel;
   private readonly baseURL: string;
+  private readonly api: AiSdkApi;
 
   constructor(private readonly options: AiSdkAgentOptions) {
     this.type = options.type;
+    this.api = options.api ?? 'openai-chat';
+    this.byoKeyVariable = byoKeyVariableFor(this.api);
     this.baseURL = options.baseURL.replace(/\/+$/, '');
-    this.model = this.chatModel(options.apiKey);
+    this.model = this.languageModel(options.apiKey);
   }
 
-  private chatModel(apiKey: string): LanguageModel {
-    const provider = createOpenAI({ baseURL: this.baseURL, apiKey, name: this.options.providerName });
-    // Chat Completions, not the Responses API: it is the one every compatible server speaks.
-    return provider.chat(this.options.model);
+  private languageModel(apiKey: string): LanguageModel {
+    switch (this.api) {
+      case 'anthropic-messages':
+        // No `name`: the Anthropic provider reads its provider options under its own name only.
+        return createAnthropic({ baseURL: this.baseURL, apiKey }).languageModel(this.options.model);
+      case 'openai-responses':
+        return createOpenAI({ baseURL: this.baseURL, apiKey, name: this.options.providerName }).responses(this.options.model);
+      case 'openai-chat':
+        return createOpenAI({ baseURL: this.baseURL, apiKey, name: this.options.providerName }).chat(this.options.model);
+    }
   }
 
-  /** The model for one request: with the request's own key (`environment.OPENAI_API_KEY`) when it brings one. */
+  /** The model for one request: with the request's own key (`environment[byoKeyVariable]`) when it brings one. */
   private modelFor(request: AgentRequest): LanguageModel {
-    const byoKey = request.environment?.[byoKeyVariable];
-    return byoKey ? this.chatModel(byoKey) : this.model;
+    const byoKey = request.environment?.[this.byoKeyVariable];
+    return byoKey ? this.languageModel(byoKey) : this.model;
   }
 
   async execute(request: AgentRequest, signal: AbortSignal, onEvent: (event: AgentEvent) => void): Promise<AgentResult> {
     return this.withRun(request, signal, async (run, limits, log) => {
       let output = '';
       let streamError: unknown;
-      let finished: { rawFinishReason: string | undefined; inputTokens?: number; outputTokens?: number } | undefined;
+      let finished: { complete: boolean; finishReason: string; inputTokens?: number; outputTokens?: number } | undefined;
       try {
         const result = streamText({
           model: this.modelFor(request),
@@ -88,7 +116,8 @@ export class AiSdkAgent implements Agent {
             streamError ??= part.error;
           } else if (part.type === 'finish') {
             finished = {
-              rawFinishReason: part.rawFinishReason,
+              complete: modelFinished(part.finishReason, part.rawFinishReason),
+              finishReason: part.finishReason,
               inputTokens: part.totalUsage.inputTokens,
               outputTokens: part.totalUsage.outputTokens,
             };
@@ -100,10 +129,11 @@ export class AiSdkAgent implements Agent {
       if (run.stopReason()) return { output };
       if (streamError !== undefined) return { output, failure: this.describeFailure(streamError, output, request) };
       // A stream that ends without the model's finish reason was cut short: never a success.
-      if (finished?.rawFinishReason === undefined) {
+      if (!finished?.complete) {
         return { output, failure: { errorKind: 'backend', errorMessage: `${this.type}: the stream ended before the model finished its answer` } };
       }
-      if (finished.rawFinishReason === 'length') log.push(`${this.type}: the answer reached the output token limit`);
+      // `length` is the SDK's name for each vendor's own (`length`, `max_tokens`, `max_output_tokens`).
+      if (finished.finishReason === 'length') log.push(`${this.type}: the answer reached the output token limit`);
       return { output, usage: this.reportedUsage(finished, log) };
     });
   }
@@ -147,9 +177,14 @@ export class AiSdkAgent implements Agent {
       rows.push({ name: 'api-key', status: 'ok', message: 'an API key is configured' });
     }
     const url = `${this.baseURL}/models`;
+    // Both vendors list models at `<base>/models` with the same `data[].id` shape; only the auth differs.
+    const headers: Record<string, string> =
+      this.api === 'anthropic-messages'
+        ? { 'x-api-key': this.options.apiKey, 'anthropic-version': anthropicVersion }
+        : { authorization: `Bearer ${this.options.apiKey}` };
     try {
       const response = await fetch(url, {
-        headers: { authorization: `Bearer ${this.options.apiKey}` },
+        headers,
         signal: AbortSignal.timeout(this.options.healthTimeoutMs ?? 3_000),
       });
       if (response.status === 401 || response.status === 403) {
@@ -177,7 +212,7 @@ export class AiSdkAgent implements Agent {
     body: (run: Run, limits: EffectiveLimits, log: string[]) => Promise<RunOutcome>,
   ): Promise<AgentResult> {
     const started = Date.now();
-    const log: string[] = [`${this.type}: POST ${this.baseURL}/chat/completions (model ${this.options.model})`];
+    const log: string[] = [`${this.type}: POST ${this.baseURL}/${endpointPath[this.api]} (model ${this.options.model})`];
     const limits = mergeLimits({ timeoutMs: request.timeoutMs }, this.options.limits);
     const estimatedInput = estimateTokens(`${request.systemPrompt ?? ''}${request.prompt}`);
     if (limits.contextTokens !== undefined && estimatedInput > limits.contextTokens) {
@@ -228,7 +263,7 @@ export class AiSdkAgent implements Agent {
   private describeFailure(error: unknown, output: string, request: AgentRequest): NonNullable<RunOutcome['failure']> {
     const failure = this.describeFailureUnredacted(error, output);
     // A bring-your-own key is as secret as the configured one: the endpoint may echo either.
-    const byoKey = request.environment?.[byoKeyVariable];
+    const byoKey = request.environment?.[this.byoKeyVariable];
     return byoKey ? { ...failure, errorMessage: failure.errorMessage.split(byoKey).join('[redacted]') } : failure;
   }
 
@@ -258,8 +293,36 @@ export class AiSdkAgent implements Agent {
   }
 }
 
-/** The request environment variable that carries a bring-your-own key for the endpoint. */
+/** The request environment variable that carries a bring-your-own key for an OpenAI or OpenAI-compatible endpoint. */
 export const byoKeyVariable = 'OPENAI_API_KEY';
+
+/** The request environment variable that carries a bring-your-own key for an Anthropic endpoint. */
+export const anthropicByoKeyVariable = 'ANTHROPIC_API_KEY';
+
+function byoKeyVariableFor(api: AiSdkApi): string {
+  return api === 'anthropic-messages' ? anthropicByoKeyVariable : byoKeyVariable;
+}
+
+/** The path under the base URL each protocol posts to, for the run log. */
+const endpointPath: Record<AiSdkApi, string> = {
+  'openai-chat': 'chat/completions',
+  'openai-responses': 'responses',
+  'anthropic-messages': 'messages',
+};
+
+/** The `anthropic-version` header the health check sends, as the Anthropic provider does. */
+const anthropicVersion = '2023-06-01';
+
+/**
+ * Whether the stream's finish part says the model finished, rather than the stream ending early.
+ * The SDK starts every stream at finish reason `other` with no raw reason and changes it only when
+ * the provider's closing event arrives (Chat's `finish_reason`, Responses' `response.completed`,
+ * Anthropic's `message_delta`). A completed Responses call keeps no raw reason, so the unified one
+ * must be read too.
+ */
+function modelFinished(finishReason: string, rawFinishReason: string | undefined): boolean {
+  return rawFinishReason !== undefined || finishReason !== 'other';
+}
 
 interface RunOutcome {
   output: string;

@@ -3,6 +3,7 @@ import { usdToMicro } from '@actor/kit';
 import { TrustClass } from '@actor/proto/registry';
 import { bootstrapReviewer, type AdapterDefinition } from '../agent.js';
 import { AiSdkAgent } from './ai-sdk-agent.js';
+import { invalidSettingsReason } from '../adapter-settings.js';
 
 /** The provider name in adapter types and SDK metadata. */
 export const openAiCompatibleProvider = 'openai-compatible';
@@ -52,7 +53,7 @@ export function discoverAiSdkAdapter(env: Record<string, string | undefined>): A
   if (missing.length > 0) return { reason: `set ${missing.join(' and ')} to use an OpenAI-compatible endpoint` };
   const parsed = aiSdkSettingsSchema.safeParse(present);
   if (!parsed.success) {
-    return { reason: `invalid settings: ${parsed.error.issues.map((issue) => `${issue.path.join('.')} ${issue.message}`).join('; ')}` };
+    return { reason: invalidSettingsReason(parsed.error) };
   }
   const settings = parsed.data;
   const model = settings.ACTOR_OPENAI_MODEL;

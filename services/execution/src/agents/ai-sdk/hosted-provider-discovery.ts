@@ -4,6 +4,7 @@ import { TrustClass } from '@actor/proto/registry';
 import { bootstrapReviewer } from '../agent.js';
 import { AiSdkAgent, type AiSdkApi } from './ai-sdk-agent.js';
 import type { AiSdkDiscovery } from './ai-sdk-discovery.js';
+import { invalidSettingsReason } from '../adapter-settings.js';
 
 /** The provider names in the adapter types (`ai-sdk:openai/<model>`, `ai-sdk:anthropic/<model>`). */
 export const openAiProvider = 'openai';
@@ -65,7 +66,7 @@ export function discoverOpenAiAdapter(env: Record<string, string | undefined>): 
   const present = presentOnly(env);
   if (present.OPENAI_API_KEY === undefined) return { reason: 'set OPENAI_API_KEY to use the OpenAI API' };
   const parsed = openAiSettingsSchema.safeParse(present);
-  if (!parsed.success) return { reason: invalidSettings(parsed.error) };
+  if (!parsed.success) return { reason: invalidSettingsReason(parsed.error) };
   const settings = parsed.data;
   const api: AiSdkApi = settings.ACTOR_OPENAI_PLATFORM_API === 'chat' ? 'openai-chat' : 'openai-responses';
   return define({
@@ -96,7 +97,7 @@ export function discoverAnthropicAdapter(env: Record<string, string | undefined>
   const present = presentOnly(env);
   if (present.ANTHROPIC_API_KEY === undefined) return { reason: 'set ANTHROPIC_API_KEY to use the Anthropic API' };
   const parsed = anthropicSettingsSchema.safeParse(present);
-  if (!parsed.success) return { reason: invalidSettings(parsed.error) };
+  if (!parsed.success) return { reason: invalidSettingsReason(parsed.error) };
   const settings = parsed.data;
   return define({
     provider: anthropicProvider,
@@ -185,9 +186,4 @@ function define(settings: HostedAdapterSettings): AiSdkDiscovery {
 /** An empty variable counts as unset, as a shell's `VAR=` line means. */
 function presentOnly(env: Record<string, string | undefined>): Record<string, string> {
   return Object.fromEntries(Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined && entry[1].trim() !== ''));
-}
-
-/** The issues of a settings parse, naming each variable; never a value (a key could be one). */
-function invalidSettings(error: z.ZodError): string {
-  return `invalid settings: ${error.issues.map((issue) => `${issue.path.join('.')} ${issue.message}`).join('; ')}`;
 }

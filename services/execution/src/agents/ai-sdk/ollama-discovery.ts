@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { TrustClass } from '@actor/proto/registry';
 import { bootstrapReviewer, type AdapterDefinition } from '../agent.js';
 import { AiSdkAgent } from './ai-sdk-agent.js';
+import { invalidSettingsReason } from '../adapter-settings.js';
 
 /** The provider name in the adapter types (`ai-sdk:ollama/<model>`). */
 export const ollamaProvider = 'ollama';
@@ -75,7 +76,7 @@ export async function discoverOllamaAdapters(env: Record<string, string | undefi
   const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined && value.trim() !== ''));
   const parsed = ollamaSettingsSchema.safeParse(present);
   if (!parsed.success) {
-    return { definitions: [], reason: `invalid settings: ${parsed.error.issues.map((issue) => `${issue.path.join('.')} ${issue.message}`).join('; ')}` };
+    return { definitions: [], reason: invalidSettingsReason(parsed.error) };
   }
   const settings = parsed.data;
   if (settings.ACTOR_OLLAMA_URL === 'off') return { definitions: [], reason: 'Ollama discovery is off (ACTOR_OLLAMA_URL=off)' };

@@ -1,10 +1,10 @@
-import { accessSync, constants } from 'node:fs';
-import { delimiter, isAbsolute, join } from 'node:path';
 import { z } from 'zod';
 import { usdToMicro } from '@actor/kit';
 import { TrustClass } from '@actor/proto/registry';
 import { bootstrapReviewer, type AdapterDefinition } from '../agent.js';
+import { locateExecutable } from '../subprocess/executable-lookup.js';
 import { ClaudeCodeAgent } from './claude-code-agent.js';
+import { invalidSettingsReason } from '../adapter-settings.js';
 
 export const claudeCodeAdapterType = 'claude-code';
 
@@ -40,7 +40,7 @@ export type ClaudeCodeDiscovery = { definition: AdapterDefinition; reason?: unde
 export function discoverClaudeCodeAdapter(env: Record<string, string | undefined>): ClaudeCodeDiscovery {
   const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined && value.trim() !== '')) as Record<string, string>;
   const configured = present.ACTOR_CLAUDE_CODE_BIN;
-  const binaryPath = configured ? (isExecutable(configured) ? configured : undefined) : findOnPath('claude', present.PATH ?? '');
+  const binaryPath = locateExecutable(configured, 'claude', present.PATH ?? '');
   if (!binaryPath) {
     return {
       reason: configured
@@ -50,7 +50,7 @@ export function discoverClaudeCodeAdapter(env: Record<string, string | undefined
   }
   const parsed = claudeCodeSettingsSchema.safeParse(present);
   if (!parsed.success) {
-    return { reason: `invalid settings: ${parsed.error.issues.map((issue) => `${issue.path.join('.')} ${issue.message}`).join('; ')}` };
+    return { reason: invalidSettingsReason(parsed.error) };
   }
   const settings = parsed.data;
   const environment = Object.fromEntries(passedThrough.flatMap((name) => (present[name] ? [[name, present[name]]] : [])));
@@ -96,22 +96,4 @@ export function discoverClaudeCodeAdapter(env: Record<string, string | undefined
         }),
     },
   };
-}
-
-function isExecutable(path: string): boolean {
-  try {
-    accessSync(path, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-function findOnPath(name: string, searchPath: string): string | undefined {
-  for (const directory of searchPath.split(delimiter)) {
-    if (!directory || !isAbsolute(directory)) continue;
-    const candidate = join(directory, name);
-    if (isExecutable(candidate)) return candidate;
-  }
-  return undefined;
 }

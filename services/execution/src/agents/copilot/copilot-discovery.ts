@@ -1,10 +1,10 @@
-import { accessSync, constants } from 'node:fs';
-import { delimiter, isAbsolute, join } from 'node:path';
 import { z } from 'zod';
 import { usdToMicro } from '@actor/kit';
 import { TrustClass } from '@actor/proto/registry';
 import { bootstrapReviewer, type AdapterDefinition } from '../agent.js';
+import { locateExecutable } from '../subprocess/executable-lookup.js';
 import { CopilotAgent, copilotProviderSecretVariables, copilotTokenVariables } from './copilot-agent.js';
+import { invalidSettingsReason } from '../adapter-settings.js';
 
 export const copilotAdapterType = 'copilot';
 
@@ -62,7 +62,7 @@ export type CopilotDiscovery = { definition: AdapterDefinition; reason?: undefin
 export function discoverCopilotAdapter(env: Record<string, string | undefined>): CopilotDiscovery {
   const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined && value.trim() !== '')) as Record<string, string>;
   const configured = present.ACTOR_COPILOT_BIN;
-  const binaryPath = configured ? (isExecutable(configured) ? configured : undefined) : findOnPath('copilot', present.PATH ?? '');
+  const binaryPath = locateExecutable(configured, 'copilot', present.PATH ?? '');
   if (!binaryPath) {
     return {
       reason: configured
@@ -77,7 +77,7 @@ export function discoverCopilotAdapter(env: Record<string, string | undefined>):
   }
   const parsed = copilotSettingsSchema.safeParse(present);
   if (!parsed.success) {
-    return { reason: `invalid settings: ${parsed.error.issues.map((issue) => `${issue.path.join('.')} ${issue.message}`).join('; ')}` };
+    return { reason: invalidSettingsReason(parsed.error) };
   }
   const settings = parsed.data;
   const environment = Object.fromEntries(passedThrough.flatMap((name) => (present[name] ? [[name, present[name]]] : [])));
@@ -135,22 +135,4 @@ export function copilotModelFamily(model: string | undefined, providerType: stri
   if (model) return 'unknown';
   // The CLI's default model is a Claude Sonnet model (github/copilot-cli README: "By default, copilot utilizes Claude Sonnet").
   return 'anthropic';
-}
-
-function isExecutable(path: string): boolean {
-  try {
-    accessSync(path, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-function findOnPath(name: string, searchPath: string): string | undefined {
-  for (const directory of searchPath.split(delimiter)) {
-    if (!directory || !isAbsolute(directory)) continue;
-    const candidate = join(directory, name);
-    if (isExecutable(candidate)) return candidate;
-  }
-  return undefined;
 }

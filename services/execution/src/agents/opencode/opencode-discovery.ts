@@ -1,11 +1,11 @@
-import { accessSync, constants } from 'node:fs';
-import { delimiter, isAbsolute, join } from 'node:path';
 import { z } from 'zod';
 import { usdToMicro } from '@actor/kit';
 import { TrustClass } from '@actor/proto/registry';
 import { bootstrapReviewer, type AdapterDefinition } from '../agent.js';
+import { locateExecutable } from '../subprocess/executable-lookup.js';
 import { OpencodeAgent } from './opencode-agent.js';
 import { basicAuthorization } from './opencode-server.js';
+import { invalidSettingsReason } from '../adapter-settings.js';
 
 export const opencodeAdapterType = 'opencode';
 
@@ -65,13 +65,13 @@ export function discoverOpencodeAdapter(env: Record<string, string | undefined>)
   const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined && value.trim() !== '')) as Record<string, string>;
   const parsed = opencodeSettingsSchema.safeParse(present);
   if (!parsed.success) {
-    return { reason: `invalid settings: ${parsed.error.issues.map((issue) => `${issue.path.join('.')} ${issue.message}`).join('; ')}` };
+    return { reason: invalidSettingsReason(parsed.error) };
   }
   const settings = parsed.data;
   let binaryPath: string | undefined;
   if (!settings.ACTOR_OPENCODE_URL) {
     const configured = present.ACTOR_OPENCODE_BIN;
-    binaryPath = configured ? (isExecutable(configured) ? configured : undefined) : findOnPath('opencode', present.PATH ?? '');
+    binaryPath = locateExecutable(configured, 'opencode', present.PATH ?? '');
     if (!binaryPath) {
       return {
         reason: configured
@@ -145,22 +145,4 @@ export function discoverOpencodeAdapter(env: Record<string, string | undefined>)
 /** The model family of a `provider/model` id, by its provider; `anthropic` (opencode's default) when unset. */
 function modelFamilyOf(model: string | undefined): string {
   return model?.split('/')[0]?.toLowerCase() ?? 'anthropic';
-}
-
-function isExecutable(path: string): boolean {
-  try {
-    accessSync(path, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-function findOnPath(name: string, searchPath: string): string | undefined {
-  for (const directory of searchPath.split(delimiter)) {
-    if (!directory || !isAbsolute(directory)) continue;
-    const candidate = join(directory, name);
-    if (isExecutable(candidate)) return candidate;
-  }
-  return undefined;
 }

@@ -1,46 +1,16 @@
 import { newId } from '@actor/kit';
 import { PortRefusal, type Outcome, type PlaceRequest, type Placement, type PlacementPort } from '@actor/engine';
 import type { AdapterDefinition } from '@actor/execution/src/agents/agent.js';
-import { TrustClass } from '@actor/proto/registry';
 import { summariseExclusions } from '@actor/placement/src/domain/explanation.js';
 import type { Challenge } from '@actor/placement/src/domain/hysteresis.js';
-import type { Backend, SignalState, TrustName } from '@actor/placement/src/domain/placement-model.js';
+import { backendFromAdapter } from '@actor/placement/src/domain/adapter-backend.js';
+import type { Backend, SignalState } from '@actor/placement/src/domain/placement-model.js';
 import { decidePlacement } from '@actor/placement/src/domain/placer.js';
 import { applyOutcome, emptySignal } from '@actor/placement/src/domain/signal-update.js';
 
-const trustNames: Partial<Record<TrustClass, TrustName>> = {
-  [TrustClass.TRUST_CLASS_FIRST_PARTY]: 'first-party',
-  [TrustClass.TRUST_CLASS_USER_OWNED]: 'user-owned',
-  [TrustClass.TRUST_CLASS_PARTNER]: 'partner',
-  [TrustClass.TRUST_CLASS_COMMUNITY]: 'community',
-};
-
-/** An adapter found by discovery, as the placement rules see it (declaration plus its rate card). */
+/** An adapter found by discovery, as the placement rules see it (declaration plus its rate card, revision 1). */
 export function backendOf(definition: AdapterDefinition): Backend {
-  const { declaration, rateCard } = definition;
-  return {
-    type: declaration.type,
-    displayName: declaration.displayName,
-    modelFamily: declaration.modelFamily,
-    capabilities: declaration.capabilities,
-    contextTokens: declaration.limits?.contextTokens ?? 0,
-    maxOutputTokens: declaration.limits?.maxOutputTokens ?? 0,
-    timeoutMs: declaration.limits?.timeoutMs ?? 0,
-    // Unknown trust counts as the least trusted, so private mode fails closed here as in the service.
-    trust: trustNames[declaration.trustClass] ?? 'external',
-    qualityTier: declaration.qualityTier,
-    requiresByoKey: declaration.requiresByoKey,
-    demo: declaration.demo,
-    ready: declaration.ready,
-    readyReason: declaration.readyReason,
-    rateCard: {
-      revision: 1,
-      inputMicroUsdPerMtok: rateCard.inputMicroUsdPerMtok,
-      outputMicroUsdPerMtok: rateCard.outputMicroUsdPerMtok,
-      microUsdPerSecond: rateCard.microUsdPerSecond,
-      microUsdPerTask: rateCard.microUsdPerTask,
-    },
-  };
+  return backendFromAdapter({ ...definition.declaration, rateCard: { ...definition.rateCard, revision: 1 } });
 }
 
 export interface LocalPlacementOptions {

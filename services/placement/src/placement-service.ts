@@ -8,8 +8,8 @@ import {
   type PlaceRequest,
   type PlacementServiceImplementation,
 } from '@actor/proto/placement';
-import { TrustClass, type Adapter } from '@actor/proto/registry';
 import type { AdapterCatalog } from './adapter-catalog.js';
+import { backendFromAdapter } from './domain/adapter-backend.js';
 import type { DecisionRow, IncumbentKey, PlacementRepository } from './db/placement-repository.js';
 import { circuitState } from './domain/circuit-breaker.js';
 import { summariseExclusions } from './domain/explanation.js';
@@ -27,44 +27,8 @@ const modeNames: Partial<Record<Mode, ModeName>> = {
   [Mode.MODE_PRIVATE]: 'private',
 };
 
-const trustNames: Partial<Record<TrustClass, TrustName>> = {
-  [TrustClass.TRUST_CLASS_FIRST_PARTY]: 'first-party',
-  [TrustClass.TRUST_CLASS_USER_OWNED]: 'user-owned',
-  [TrustClass.TRUST_CLASS_PARTNER]: 'partner',
-  [TrustClass.TRUST_CLASS_COMMUNITY]: 'community',
-};
-
 /** A neutral prior for a backend the registry no longer declares (its tier is unknown). */
 const UNKNOWN_BACKEND_PRIOR = 0.5;
-
-export function decodeAdapter(adapter: Adapter): Backend {
-  const card = adapter.rateCard;
-  return {
-    type: adapter.type,
-    displayName: adapter.displayName,
-    modelFamily: adapter.modelFamily,
-    capabilities: adapter.capabilities,
-    contextTokens: adapter.limits?.contextTokens ?? 0,
-    maxOutputTokens: adapter.limits?.maxOutputTokens ?? 0,
-    timeoutMs: adapter.limits?.timeoutMs ?? 0,
-    // Unknown or unspecified trust is treated as the least trusted: private mode fails closed.
-    trust: trustNames[adapter.trustClass] ?? 'external',
-    qualityTier: adapter.qualityTier,
-    requiresByoKey: adapter.requiresByoKey,
-    demo: adapter.demo,
-    ready: adapter.ready,
-    readyReason: adapter.readyReason,
-    rateCard: card
-      ? {
-          revision: card.revision,
-          inputMicroUsdPerMtok: card.inputMicroUsdPerMtok,
-          outputMicroUsdPerMtok: card.outputMicroUsdPerMtok,
-          microUsdPerSecond: card.microUsdPerSecond,
-          microUsdPerTask: card.microUsdPerTask,
-        }
-      : undefined,
-  };
-}
 
 function decodePlaceRequest(request: PlaceRequest): PlacementRequest {
   const mode = modeNames[request.mode];
@@ -177,7 +141,7 @@ export function createPlacementService(dependencies: PlacementServiceDependencie
       };
       const movesIncumbent = placement.purpose === 'work' && !placement.escalateFromBackend;
       const incumbent = movesIncumbent ? await repository.incumbent(incumbentKey) : undefined;
-      const backends = adapters.map(decodeAdapter);
+      const backends = adapters.map(backendFromAdapter);
       const probesTaken = new Set<string>();
       let result: PlacementResult;
       for (;;) {

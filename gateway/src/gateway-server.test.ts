@@ -24,6 +24,8 @@ import { startGateway, type RunningGateway } from './gateway-server.js';
 
 const devToken = 'dev-token-gateway-test';
 const readOnlyToken = 'read-only-token-gateway-test';
+/** A token of another project, allowed to manage that project's secrets. */
+const otherProjectToken = 'other-project-token-gateway-test';
 /** Nothing listens on port 1: these services are "down". */
 const downAddress = '127.0.0.1:1';
 const maxBodyBytes = 16 * 1024;
@@ -233,6 +235,10 @@ describe('the gateway over HTTP, with a real registry and pool', () => {
     await new RegistryRepository(registry.database.db).ensureToken(newId('tok'), 'prj_default', hashToken(readOnlyToken), [
       'tasks:read',
     ]);
+    await new RegistryRepository(registry.database.db).ensureProject('prj_other', 'other');
+    await new RegistryRepository(registry.database.db).ensureToken(newId('tok'), 'prj_other', hashToken(otherProjectToken), [
+      'secrets:admin',
+    ]);
     const executionAddress = await execution.start();
     gateway = await startGateway({
       config: loadGatewayConfig({
@@ -290,6 +296,9 @@ describe('the gateway over HTTP, with a real registry and pool', () => {
           'GET /v1/tasks/{id}/events',
           'GET /v1/adapters',
           'GET /v1/usage',
+          'GET /v1/secrets',
+          'PUT /v1/secrets/{name}',
+          'DELETE /v1/secrets/{name}',
           'GET /api/v1/agents',
           'POST /api/v1/agents',
           'GET /api/v1/agents/{id}',
@@ -644,6 +653,101 @@ describe('the gateway over HTTP, with a real registry and pool', () => {
       const deep = `{"name":"deep","agent_type":"demo:beta","configuration":${'{"a":'.repeat(2_000)}1${'}'.repeat(2_000)}}`;
       await expectProblem(await call('/api/v1/agents', { method: 'POST', headers: { 'content-type': 'application/json' }, body: deep }), 400, 'actor.invalid_argument');
       expect((await call('/api/v1/agents', { token: readOnlyToken })).status).toBe(200);
+    });
+  });
+
+  describe('/v1/secrets against a real registry', () => {
+    const putSecret = (name: string, body: unknown, token?: string | null) => postJson(`/v1/secrets/${name}`, body, { method: 'PUT', token });
+    const listNames = async (token?: string) =>
+      ((await (await call('/v1/secrets', { token })).json()) as { data: Array<{ name: string }> }).data.map((secret) => secret.name);
+    const registryClient = () => createClient(RegistryServiceDefinition, registry.address);
+
+    it('creates (201), rotates (200), lists and deletes a secret, never answering its value', async () => {
+      const first = 'whsec_gateway_first_0f3a9c';
+      const second = 'whsec_gateway_second_77d1e2';
+      const created = await putSecret('hook', { value: first });
+      const createdText = await created.text();
+      expect(created.status).toBe(201);
+      expect(createdText).not.toContain(first);
+      const createdBody = JSON.parse(createdText) as Record<string, unknown>;
+      expect(createdBody).toEqual({ name: 'hook', version: 1, created_at: expect.any(String), updated_at: expect.any(String) });
+
+      const rotated = await putSecret('hook', { value: second });
+      const rotatedText = await rotated.text();
+      expect(rotated.status).toBe(200);
+      expect(rotatedText).not.toContain(second);
+      expect(JSON.parse(rotatedText)).toMatchObject({ name: 'hook', version: 2, created_at: createdBody.created_at });
+      // The registry holds the new value for the internal callers (webhook signing, BYO keys).
+      expect((await registryClient().resolveSecret({ projectId: 'prj_default', name: 'hook' })).value).toBe(second);
+
+      const list = await call('/v1/secrets');
+      const listText = await list.text();
+      expect(list.status).toBe(200);
+      expect(listText).not.toContain(first);
+      expect(listText).not.toContain(second);
+      expect((JSON.parse(listText) as { data: unknown[] }).data).toContainEqual({
+        name: 'hook',
+        version: 2,
+        created_at: createdBody.created_at,
+        updated_at: expect.any(String),
+      });
+
+      const deleted = await call('/v1/secrets/hook', { method: 'DELETE' });
+      expect(deleted.status).toBe(204);
+      expect(await deleted.text()).toBe('');
+      await expectProblem(await call('/v1/secrets/hook', { method: 'DELETE' }), 404, 'actor.secret.not_found');
+      expect(await listNames()).not.toContain('hook');
+    });
+
+    it('keeps each project to its own secrets', async () => {
+      expect((await putSecret('shared-name', { value: 'default-value' })).status).toBe(201);
+      expect(await listNames(otherProjectToken)).toEqual([]);
+      await expectProblem(await call('/v1/secrets/shared-name', { method: 'DELETE', token: otherProjectToken }), 404);
+      expect((await putSecret('shared-name', { value: 'other-value' }, otherProjectToken)).status).toBe(201);
+      expect((await registryClient().resolveSecret({ projectId: 'prj_default', name: 'shared-name' })).value).toBe('default-value');
+      expect((await registryClient().resolveSecret({ projectId: 'prj_other', name: 'shared-name' })).value).toBe('other-value');
+    });
+
+    it('answers a token without secrets:admin 403 on every secrets route, and stores nothing', async () => {
+      for (const response of [
+        await call('/v1/secrets', { token: readOnlyToken }),
+        await putSecret('from-reader', { value: 'reader-value' }, readOnlyToken),
+        await call('/v1/secrets/shared-name', { method: 'DELETE', token: readOnlyToken }),
+      ]) {
+        const problem = await expectProblem(response, 403, 'actor.permission_denied');
+        expect(problem.detail).toContain('secrets:admin');
+      }
+      expect(await listNames()).not.toContain('from-reader');
+      expect(await listNames()).toContain('shared-name');
+      await expectProblem(await call('/v1/secrets', { token: null }), 401);
+    });
+
+    it('answers bad names and bodies with a 4xx problem that does not echo the value, never a 500', async () => {
+      const value = 'sk-canary-gateway-5e1b';
+      const cases: Array<{ path: string; body: unknown; status: number; errorPath?: string }> = [
+        { path: 'Upper', body: { value }, status: 400, errorPath: 'name' },
+        { path: '-dash', body: { value }, status: 400, errorPath: 'name' },
+        { path: 'x'.repeat(64), body: { value }, status: 400, errorPath: 'name' },
+        { path: 'a%2Fb', body: { value }, status: 400, errorPath: 'name' },
+        { path: 'a%20b', body: { value }, status: 400, errorPath: 'name' },
+        { path: 'ok', body: {}, status: 400, errorPath: 'value' },
+        { path: 'ok', body: { value: '' }, status: 400, errorPath: 'value' },
+        { path: 'ok', body: { value: 42 }, status: 400, errorPath: 'value' },
+        { path: 'ok', body: { value, note: value }, status: 400, errorPath: 'note' },
+        { path: 'ok', body: [value], status: 400 },
+        { path: 'ok', body: `{"value": "${value}"`, status: 400 },
+        { path: 'ok', body: { value: 'x'.repeat(maxBodyBytes) }, status: 413 },
+      ];
+      for (const testCase of cases) {
+        const response = await putSecret(testCase.path, testCase.body);
+        const problem = await expectProblem(response, testCase.status);
+        expect(JSON.stringify(problem)).not.toContain(value);
+        if (testCase.errorPath) expect((problem.errors as Array<{ path: string }>).map((error) => error.path)).toContain(testCase.errorPath);
+      }
+      await expectProblem(await call('/v1/secrets/ok', { method: 'PUT', body: value }), 415);
+      await expectProblem(await call('/v1/secrets/Bad%20Name', { method: 'DELETE' }), 400);
+      await expectProblem(await call('/v1/secrets/%E0%A4%A', { method: 'DELETE' }), 400);
+      expect(await listNames()).not.toContain('ok');
     });
   });
 });

@@ -10,6 +10,7 @@ import { adapterRoutes } from './routes/adapters.js';
 import { agentRoutes } from './routes/agents.js';
 import { healthRoutes } from './routes/health.js';
 import { metaRoutes } from './routes/meta.js';
+import { secretRoutes } from './routes/secrets.js';
 import { taskEventRoutes } from './routes/task-events.js';
 import { taskRoutes } from './routes/tasks.js';
 import { usageRoutes } from './routes/usage.js';
@@ -41,6 +42,7 @@ export async function startGateway({ config, logger }: StartGatewayOptions): Pro
     ...agentRoutes,
     ...adapterRoutes,
     ...usageRoutes,
+    ...secretRoutes,
     ...healthRoutes,
     ...metaRoutes(metrics),
   ];

@@ -27,6 +27,13 @@ const idParameter = (description: string) => ({
   description,
   schema: { type: 'string' },
 });
+const secretNameParameter = {
+  name: 'name',
+  in: 'path',
+  required: true,
+  description: 'The secret name.',
+  schema: { type: 'string', pattern: '^[a-z0-9][a-z0-9_.-]{0,62}$' },
+};
 const jsonBody = (schema: object) => ({ required: true, content: { 'application/json': { schema } } });
 const bodyErrors = {
   '400': problemResponse('Invalid JSON (`actor.invalid_json`) or invalid fields (`actor.invalid_argument`, with `errors`).'),
@@ -139,6 +146,47 @@ export const openApiDocument = {
         responses: { '200': jsonResponse('The spend.', ref('Usage')), '400': problemResponse('Invalid day.'), ...commonErrors },
       },
     },
+    '/v1/secrets': {
+      get: {
+        summary: "List the project's secrets, by name",
+        description: 'Needs scope `secrets:admin`. Names, versions and times only: never a value or anything derived from one.',
+        responses: {
+          '200': jsonResponse('The secrets.', {
+            type: 'object',
+            required: ['data'],
+            properties: { data: { type: 'array', items: ref('Secret') } },
+          }),
+          ...commonErrors,
+        },
+      },
+    },
+    '/v1/secrets/{name}': {
+      put: {
+        summary: 'Create or rotate a project secret',
+        description:
+          'Needs scope `secrets:admin`. Stored encrypted; webhooks name it in `secret_ref`, agent slots in ' +
+          '`api_key_secret`. Writing an existing name replaces its value (rotation: `version` + 1). The value is never returned.',
+        parameters: [secretNameParameter],
+        requestBody: jsonBody(ref('SecretInput')),
+        responses: {
+          '201': jsonResponse('Created.', ref('Secret')),
+          '200': jsonResponse('Replaced (rotated).', ref('Secret')),
+          ...bodyErrors,
+          ...commonErrors,
+        },
+      },
+      delete: {
+        summary: 'Delete a project secret',
+        description: 'Needs scope `secrets:admin`. Webhooks and agent slots that still name it fail to resolve it afterwards.',
+        parameters: [secretNameParameter],
+        responses: {
+          '204': { description: 'Deleted.' },
+          '400': problemResponse('Invalid name.'),
+          '404': problemResponse('No secret of that name (`actor.secret.not_found`).'),
+          ...commonErrors,
+        },
+      },
+    },
     '/api/v1/agents': {
       get: {
         summary: 'List pool agents, by name',
@@ -225,6 +273,23 @@ export const openApiDocument = {
   components: {
     securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'An Actor API token.' } },
     schemas: {
+      SecretInput: {
+        type: 'object',
+        required: ['value'],
+        additionalProperties: false,
+        properties: { value: { type: 'string', minLength: 1, description: 'The secret, at most 16 KiB of UTF-8.' } },
+      },
+      Secret: {
+        type: 'object',
+        required: ['name', 'version', 'created_at', 'updated_at'],
+        description: 'A stored secret without its value.',
+        properties: {
+          name: { type: 'string' },
+          version: { type: 'integer', description: 'Grows by one on each write; 1 when created.' },
+          created_at: timestamp,
+          updated_at: { ...timestamp, description: 'When the value was last written.' },
+        },
+      },
       Cost: {
         type: 'object',
         required: ['usd', 'micro_usd'],

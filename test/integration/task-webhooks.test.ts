@@ -1,14 +1,16 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClient, createLogger } from '@actor/kit';
+import { createLogger } from '@actor/kit';
 import { TaskState, type Task } from '@actor/proto/execution';
-import { RegistryServiceDefinition } from '@actor/proto/registry';
+import { loadGatewayConfig } from '../../gateway/src/config.js';
+import { startGateway, type RunningGateway } from '../../gateway/src/gateway-server.js';
 import { startInProcessPlatform, type InProcessPlatform } from '../support/in-process-platform.js';
 
 /**
  * A real task through the five services, subscribed to every state change: each change the worker
- * records reaches a local receiver, signed with the project secret held by the registry.
+ * records reaches a local receiver, signed with the project secret held by the registry. The secret
+ * is written the way a user writes it: PUT /v1/secrets/{name} through the gateway.
  */
 describe('webhooks of a task run by the pipeline', () => {
   const secret = `whsec_${randomBytes(24).toString('base64')}`;
@@ -16,6 +18,7 @@ describe('webhooks of a task run by the pipeline', () => {
   let receiver: Server;
   let url: string;
   let platform: InProcessPlatform;
+  let gateway: RunningGateway;
 
   beforeAll(async () => {
     receiver = createServer((request, response) => {
@@ -33,14 +36,27 @@ describe('webhooks of a task run by the pipeline', () => {
       EXECUTION_WEBHOOK_POLL_INTERVAL_MS: '50',
     });
     await platform.configureAgents({ latency_ms: 0, quality: 1 });
-    await createClient(RegistryServiceDefinition, platform.addresses.registry).putSecret({
-      projectId: 'prj_default',
-      name: 'hooks',
-      value: secret,
+    gateway = await startGateway({
+      config: loadGatewayConfig({
+        GATEWAY_PORT: '0',
+        REGISTRY_ADDR: platform.addresses.registry,
+        POOL_ADDR: platform.addresses.pool,
+        PLACEMENT_ADDR: platform.addresses.placement,
+        EXECUTION_ADDR: platform.addresses.execution,
+        BILLING_ADDR: platform.addresses.billing,
+      }),
+      logger: createLogger('gateway', 'silent'),
     });
+    const put = await fetch(`${gateway.url}/v1/secrets/hooks`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${platform.devToken}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ value: secret }),
+    });
+    expect(put.status).toBe(201);
   }, 180_000);
 
   afterAll(async () => {
+    await gateway?.stop();
     await platform?.stop();
     await new Promise((resolve) => receiver?.close(resolve));
   });

@@ -16,11 +16,15 @@ import { startRegistry } from '../../services/registry/src/registry-server.js';
 
 type TestDatabase = Awaited<ReturnType<typeof testDatabase>>;
 
+const devToken = 'in-process-platform-dev-token';
+
 export interface InProcessPlatform {
   execution: ReturnType<typeof createClient<typeof ExecutionServiceDefinition>>;
   billing: ReturnType<typeof createClient<typeof BillingServiceDefinition>>;
   pool: ReturnType<typeof createClient<typeof PoolServiceDefinition>>;
   addresses: { registry: string; pool: string; placement: string; billing: string; execution: string };
+  /** The registry's development token (project prj_default, every scope), for a gateway in front. */
+  devToken: string;
   /** The execution service's database, for starting another replica on it. */
   executionDatabase: TestDatabase;
   /** Starts another execution replica on the same database; stopped with the platform. */
@@ -53,7 +57,7 @@ export async function startInProcessPlatform(
   };
   try {
     const registry = await startRegistry({
-      config: loadRegistryConfig({ REGISTRY_ADDR: '127.0.0.1:0', ...on(registryDb) }),
+      config: loadRegistryConfig({ REGISTRY_ADDR: '127.0.0.1:0', ACTOR_DEV_TOKEN: devToken, ...on(registryDb) }),
       secretKey: 'integration',
       logger,
     });
@@ -103,6 +107,7 @@ export async function startInProcessPlatform(
         billing: billing.address,
         execution: execution.address,
       },
+      devToken,
       executionDatabase: executionDb,
       async startExecutionReplica(env = {}) {
         const replica = await startReplica(env);

@@ -1,3 +1,6 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Status } from 'nice-grpc';
 import { sql } from 'drizzle-orm';
@@ -5,7 +8,10 @@ import { createClient, createLogger } from '@actor/kit';
 import { rejection, testDatabase } from '@actor/kit/testing';
 import { RegistryServiceDefinition, TrustClass } from '@actor/proto/registry';
 import { loadRegistryConfig } from './config.js';
+import { RegistryRepository } from './db/registry-repository.js';
+import { hashToken } from './domain/secret-box.js';
 import { startRegistry } from './registry-server.js';
+import { maxSecretValueBytes } from './registry-service.js';
 
 describe('RegistryService over gRPC', () => {
   let registry: Awaited<ReturnType<typeof startRegistry>>;
@@ -119,6 +125,7 @@ describe('RegistryService over gRPC', () => {
     record(await client.listRateCardRevisions({ adapterType: adapter.type }));
     record(await client.authenticateToken({ token: 'dev-token-registry-test' }));
     await recordError(client.authenticateToken({ token: value }));
+    record(await client.listSecrets({ projectId: 'prj_default' }));
     // A change made after the secret writes, so the stream has certainly delivered whatever they sent.
     await client.putAdapter({ adapter: { ...adapter, displayName: 'after secrets' } });
     await new Promise((resolve) => setTimeout(resolve, 100));
@@ -126,7 +133,7 @@ describe('RegistryService over gRPC', () => {
     await watching;
     record(changes);
 
-    expect(seen).toHaveLength(13);
+    expect(seen).toHaveLength(14);
     for (const answer of seen) expect(answer).not.toContain(value);
     expect(changes.length).toBeGreaterThan(0);
 
@@ -147,5 +154,111 @@ describe('RegistryService over gRPC', () => {
     await client.putAdapter({ adapter: { ...adapter, displayName: 'renamed' } });
     expect(await first).toMatchObject({ kind: 'adapter', adapterType: adapter.type });
     controller.abort();
+  });
+
+  describe('secret management', () => {
+    const project = 'prj_secrets_test';
+    beforeAll(async () => {
+      await new RegistryRepository(registry.database.db).ensureProject(project, 'secrets test');
+    });
+
+    it('creates, rotates in place, lists without values and deletes', async () => {
+      const first = await client.putSecret({ projectId: project, name: 'hook', value: 'whsec_first_value_123' });
+      expect(first).toMatchObject({ name: 'hook', version: 1, created: true });
+      expect(first.createTime).toBeInstanceOf(Date);
+      await client.putSecret({ projectId: project, name: 'a-key', value: 'sk-a-key-value-456' });
+
+      const rotated = await client.putSecret({ projectId: project, name: 'hook', value: 'whsec_second_value_789' });
+      expect(rotated).toMatchObject({ name: 'hook', version: 2, created: false });
+      expect(rotated.createTime).toEqual(first.createTime);
+      expect(rotated.updateTime!.getTime()).toBeGreaterThanOrEqual(first.updateTime!.getTime());
+      expect((await client.resolveSecret({ projectId: project, name: 'hook' })).value).toBe('whsec_second_value_789');
+
+      const listed = await client.listSecrets({ projectId: project });
+      expect(listed.secrets.map((secret) => [secret.name, secret.version])).toEqual([
+        ['a-key', 1],
+        ['hook', 2],
+      ]);
+      expect(listed.secrets[1]).toMatchObject({ createTime: first.createTime, updateTime: rotated.updateTime });
+      const text = JSON.stringify(listed);
+      for (const value of ['whsec_first_value_123', 'whsec_second_value_789', 'sk-a-key-value-456']) expect(text).not.toContain(value);
+      // Another project's secrets stay out of the list; an unknown project has none.
+      expect(listed.secrets.map((secret) => secret.name)).not.toContain('webhook');
+      expect((await client.listSecrets({ projectId: 'prj_nope' })).secrets).toEqual([]);
+
+      expect(await client.deleteSecret({ projectId: project, name: 'hook' })).toEqual({ deleted: true });
+      expect(await client.deleteSecret({ projectId: project, name: 'hook' })).toEqual({ deleted: false });
+      expect((await rejection(client.resolveSecret({ projectId: project, name: 'hook' }))).code).toBe('actor.secret.not_found');
+      expect((await client.listSecrets({ projectId: project })).secrets.map((secret) => secret.name)).toEqual(['a-key']);
+      // Deleting in one project leaves the same name in another alone.
+      expect((await client.resolveSecret({ projectId: 'prj_default', name: 'webhook' })).value).toBe('whsec_abc');
+
+      // Written again after a delete, the secret starts over.
+      const again = await client.putSecret({ projectId: project, name: 'hook', value: 'whsec_third' });
+      expect(again).toMatchObject({ version: 1, created: true });
+    });
+
+    it('refuses bad names, empty values and values over the cap', async () => {
+      for (const name of ['', 'Upper', '-dash-first', 'a/b', 'x'.repeat(64)]) {
+        expect((await rejection(client.putSecret({ projectId: project, name, value: 'v' }))).status).toBe(Status.INVALID_ARGUMENT);
+      }
+      expect((await rejection(client.deleteSecret({ projectId: project, name: 'Bad Name' }))).status).toBe(Status.INVALID_ARGUMENT);
+      expect((await rejection(client.putSecret({ projectId: project, name: 'empty', value: '' }))).status).toBe(Status.INVALID_ARGUMENT);
+      const big = await rejection(client.putSecret({ projectId: project, name: 'big', value: 'é'.repeat(maxSecretValueBytes / 2 + 1) }));
+      expect(big.status).toBe(Status.INVALID_ARGUMENT);
+      expect(big.message).not.toContain('éé');
+      expect((await client.putSecret({ projectId: project, name: 'big', value: 'x'.repeat(maxSecretValueBytes) })).version).toBe(1);
+      expect((await client.listSecrets({ projectId: project })).secrets.map((secret) => secret.name)).not.toContain('empty');
+    });
+  });
+
+});
+
+/** A registry restarted on the data dir (PGlite) or database (Postgres) an older release left behind. */
+describe('the development token across a registry restart', () => {
+  const devToken = 'dev-token-restart-test';
+  let dataDir = '';
+  let database: Awaited<ReturnType<typeof testDatabase>> | undefined;
+  let registry: Awaited<ReturnType<typeof startRegistry>> | undefined;
+
+  afterAll(async () => {
+    await registry?.stop();
+    await database?.drop();
+    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it('gets secrets:admin added to that token only, keeping the scopes it had', { timeout: 120_000 }, async () => {
+    database = await testDatabase();
+    if (!database.databaseUrl) dataDir = await mkdtemp(join(tmpdir(), 'actor-registry-restart-'));
+    const config = loadRegistryConfig({
+      REGISTRY_ADDR: '127.0.0.1:0',
+      DATABASE_URL: database.databaseUrl,
+      ACTOR_DATA_DIR: dataDir || database.dataDir,
+      ACTOR_DEV_TOKEN: devToken,
+    });
+    const start = async () => {
+      await registry?.stop();
+      registry = await startRegistry({ config, secretKey: 'test-key', logger: createLogger('registry', 'silent') });
+      return createClient(RegistryServiceDefinition, registry.address);
+    };
+
+    let client = await start();
+    expect((await client.authenticateToken({ token: devToken })).scopes).toContain('secrets:admin');
+    await client.putSecret({ projectId: 'prj_default', name: 'hook', value: 'whsec_before_restart' });
+    // What an older release left: the dev token without secrets:admin, plus a scope an operator added;
+    // and another token, which a restart must not touch.
+    const oldScopes = ['tasks:read', 'tasks:write', 'agents:admin', 'usage:read', 'custom:extra'];
+    await registry!.database.db.execute(
+      sql`update registry.api_tokens set scopes = ${JSON.stringify(oldScopes)}::jsonb where token_hash = ${hashToken(devToken)}`,
+    );
+    await new RegistryRepository(registry!.database.db).ensureToken('tok_other_test', 'prj_default', hashToken('other-token'), ['tasks:read']);
+    expect((await client.authenticateToken({ token: devToken })).scopes).not.toContain('secrets:admin');
+
+    // Twice, so a second start adds no duplicate.
+    client = await start();
+    client = await start();
+    expect((await client.authenticateToken({ token: devToken })).scopes).toEqual([...oldScopes, 'secrets:admin']);
+    expect((await client.authenticateToken({ token: 'other-token' })).scopes).toEqual(['tasks:read']);
+    expect((await client.resolveSecret({ projectId: 'prj_default', name: 'hook' })).value).toBe('whsec_before_restart');
   });
 });

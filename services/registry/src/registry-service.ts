@@ -68,6 +68,15 @@ function encodeAdapter(row: AdapterRow, rateCard: RateCardRow | undefined): Adap
   };
 }
 
+/** Largest secret value accepted, in UTF-8 bytes: API keys and webhook secrets are far smaller. */
+export const maxSecretValueBytes = 16 * 1024;
+
+function assertSecretName(name: string): void {
+  if (!/^[a-z0-9][a-z0-9._-]{0,62}$/.test(name)) {
+    throw fail.invalid('secret name must be 1-63 characters of a-z, 0-9, ".", "_" or "-", starting with a letter or digit');
+  }
+}
+
 export interface RegistryServiceDependencies {
   repository: RegistryRepository;
   secretBox: SecretBox;
@@ -201,14 +210,34 @@ export function createRegistryService({
     },
 
     async putSecret(request) {
-      if (!request.name || !/^[a-z0-9][a-z0-9._-]{0,62}$/.test(request.name)) {
-        throw fail.invalid('secret name must be 1-63 characters of a-z, 0-9, ".", "_" or "-"');
+      assertSecretName(request.name);
+      if (request.value === '') throw fail.invalid('secret value must not be empty');
+      if (Buffer.byteLength(request.value, 'utf8') > maxSecretValueBytes) {
+        throw fail.invalid(`secret value must be at most ${maxSecretValueBytes} bytes`);
       }
       if (!(await repository.projectExists(request.projectId))) {
         throw fail.notFound(`no project "${request.projectId}"`);
       }
-      const version = await repository.putSecret(request.projectId, request.name, secretBox.seal(request.value));
-      return { name: request.name, version };
+      const row = await repository.putSecret(request.projectId, request.name, secretBox.seal(request.value));
+      return {
+        name: row.name,
+        version: row.version,
+        created: row.version === 1,
+        createTime: row.createdAt,
+        updateTime: row.updatedAt,
+      };
+    },
+
+    async listSecrets(request) {
+      const rows = await repository.listSecrets(request.projectId);
+      return {
+        secrets: rows.map((row) => ({ name: row.name, version: row.version, createTime: row.createdAt, updateTime: row.updatedAt })),
+      };
+    },
+
+    async deleteSecret(request) {
+      assertSecretName(request.name);
+      return { deleted: await repository.deleteSecret(request.projectId, request.name) };
     },
 
     async resolveSecret(request) {
@@ -230,15 +259,13 @@ export function createRegistryService({
   };
 }
 
+/** The scopes of the development token; a restart adds any missing from an existing one. */
+export const devTokenScopes = ['tasks:read', 'tasks:write', 'agents:admin', 'usage:read', 'secrets:admin'];
+
 /** Makes sure the default project and, when configured, the development token exist. */
 export async function bootstrapRegistry(repository: RegistryRepository, devToken: string | undefined): Promise<void> {
   await repository.ensureProject('prj_default', 'default');
   if (devToken) {
-    await repository.ensureToken(newId('tok'), 'prj_default', hashToken(devToken), [
-      'tasks:read',
-      'tasks:write',
-      'agents:admin',
-      'usage:read',
-    ]);
+    await repository.ensureToken(newId('tok'), 'prj_default', hashToken(devToken), devTokenScopes);
   }
 }

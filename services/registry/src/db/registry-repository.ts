@@ -7,6 +7,21 @@ export type AdapterInsert = typeof adapters.$inferInsert;
 export type RateCardRow = typeof rateCards.$inferSelect;
 export type RateCardInsert = Omit<typeof rateCards.$inferInsert, 'revision' | 'createdAt'>;
 
+/** The columns of a secret that may leave the registry: never the ciphertext. */
+const secretSummaryColumns = {
+  name: secrets.name,
+  version: secrets.version,
+  createdAt: secrets.createdAt,
+  updatedAt: secrets.updatedAt,
+};
+
+export interface SecretSummaryRow {
+  name: string;
+  version: number;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
 /** Every SQL statement of the registry. */
 export class RegistryRepository {
   constructor(private readonly db: Database<typeof schema>) {}
@@ -86,11 +101,22 @@ export class RegistryRepository {
     await this.db.insert(projects).values({ id, name }).onConflictDoNothing();
   }
 
+  /**
+   * Creates a token, or for an existing one (same hash: the same token) re-enables it and adds the
+   * scopes it lacks, keeping any it already has. A restart with an old data dir thus gives the
+   * development token scopes introduced since (`secrets:admin`) without touching any other token.
+   */
   async ensureToken(id: string, projectId: string, tokenHash: string, scopes: string[]): Promise<void> {
     await this.db
       .insert(apiTokens)
       .values({ id, projectId, tokenHash, scopes })
-      .onConflictDoUpdate({ target: apiTokens.tokenHash, set: { scopes, revokedAt: null } });
+      .onConflictDoUpdate({
+        target: apiTokens.tokenHash,
+        set: {
+          scopes: sql`${apiTokens.scopes} || coalesce((select jsonb_agg(wanted) from jsonb_array_elements(excluded.scopes) as wanted where not ${apiTokens.scopes} @> jsonb_build_array(wanted)), '[]'::jsonb)`,
+          revokedAt: null,
+        },
+      });
   }
 
   async findToken(tokenHash: string) {
@@ -106,16 +132,32 @@ export class RegistryRepository {
     return row !== undefined;
   }
 
-  async putSecret(projectId: string, name: string, ciphertext: string): Promise<number> {
+  /** Creates the secret at version 1 or replaces its value in place (version + 1, created_at kept). */
+  async putSecret(projectId: string, name: string, ciphertext: string): Promise<SecretSummaryRow> {
+    const now = new Date();
     const [row] = await this.db
       .insert(secrets)
-      .values({ projectId, name, ciphertext, version: 1 })
+      .values({ projectId, name, ciphertext, version: 1, createdAt: now, updatedAt: now })
       .onConflictDoUpdate({
         target: [secrets.projectId, secrets.name],
-        set: { ciphertext, version: sql`${secrets.version} + 1`, updatedAt: new Date() },
+        set: { ciphertext, version: sql`${secrets.version} + 1`, updatedAt: now },
       })
-      .returning({ version: secrets.version });
-    return row!.version;
+      .returning(secretSummaryColumns);
+    return row!;
+  }
+
+  /** Every secret of a project without its ciphertext, ordered by name. */
+  async listSecrets(projectId: string): Promise<SecretSummaryRow[]> {
+    return this.db.select(secretSummaryColumns).from(secrets).where(eq(secrets.projectId, projectId)).orderBy(secrets.name);
+  }
+
+  /** Removes a secret; false when there was none of that name. */
+  async deleteSecret(projectId: string, name: string): Promise<boolean> {
+    const rows = await this.db
+      .delete(secrets)
+      .where(and(eq(secrets.projectId, projectId), eq(secrets.name, name)))
+      .returning({ name: secrets.name });
+    return rows.length > 0;
   }
 
   async getSecret(projectId: string, name: string) {

@@ -69,6 +69,8 @@ export const secrets = registry.table(
     name: text('name').notNull(),
     version: bigint('version', { mode: 'number' }).notNull(),
     ciphertext: text('ciphertext').notNull(),
+    // First write of this name; rows from before this column get the migration's time.
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
   },
   (table) => [primaryKey({ columns: [table.projectId, table.name] })],

@@ -296,8 +296,59 @@ export interface PutSecretRequest {
 export interface PutSecretResponse {
   /** The secret's name. */
   name: string;
-  /** Version, growing by one on each write. */
+  /** Version, growing by one on each write; 1 for a secret this write created (also after a delete). */
   version: number;
+  /** True when this write created the secret, false when it replaced the value of an existing one. */
+  created: boolean;
+  /** When the secret was first written (kept across rotations; reset by a delete and a new write). */
+  createTime:
+    | Date
+    | undefined;
+  /** When the value was last written: this write. */
+  updateTime: Date | undefined;
+}
+
+/**
+ * SecretSummary describes a stored secret without its value: no value, no hash, no length, nothing
+ * derived from the value, so that a list can be shown to anyone allowed to manage secrets.
+ */
+export interface SecretSummary {
+  /** The secret's name, unique in the project. */
+  name: string;
+  /** Version, growing by one on each write (1 after the first write). */
+  version: number;
+  /** When the secret was first written. */
+  createTime:
+    | Date
+    | undefined;
+  /** When the value was last written. */
+  updateTime: Date | undefined;
+}
+
+/** ListSecretsRequest names the project whose secrets to list. */
+export interface ListSecretsRequest {
+  /** The owning project. */
+  projectId: string;
+}
+
+/** ListSecretsResponse carries every secret of the project, ordered by name. */
+export interface ListSecretsResponse {
+  /** The secrets, without values. */
+  secrets: SecretSummary[];
+}
+
+/** DeleteSecretRequest names a secret to remove. */
+export interface DeleteSecretRequest {
+  /** The owning project. */
+  projectId: string;
+  /** The secret's name. */
+  name: string;
+}
+
+/** DeleteSecretResponse says whether anything was removed. */
+export interface DeleteSecretResponse {
+  /** True when the secret existed and is now gone; false when there was no secret of that name. */
+  deleted: boolean;
 }
 
 /** ResolveSecretRequest names a secret to decrypt. */
@@ -2418,7 +2469,7 @@ export const PutSecretRequest: MessageFns<PutSecretRequest> = {
 };
 
 function createBasePutSecretResponse(): PutSecretResponse {
-  return { name: "", version: 0 };
+  return { name: "", version: 0, created: false, createTime: undefined, updateTime: undefined };
 }
 
 export const PutSecretResponse: MessageFns<PutSecretResponse> = {
@@ -2428,6 +2479,15 @@ export const PutSecretResponse: MessageFns<PutSecretResponse> = {
     }
     if (message.version !== 0) {
       writer.uint32(16).int64(message.version);
+    }
+    if (message.created !== false) {
+      writer.uint32(24).bool(message.created);
+    }
+    if (message.createTime !== undefined) {
+      Timestamp.encode(toTimestamp(message.createTime), writer.uint32(34).fork()).join();
+    }
+    if (message.updateTime !== undefined) {
+      Timestamp.encode(toTimestamp(message.updateTime), writer.uint32(42).fork()).join();
     }
     return writer;
   },
@@ -2461,6 +2521,30 @@ export const PutSecretResponse: MessageFns<PutSecretResponse> = {
             message.version = longToNumber(reader.int64());
             continue;
           }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.created = reader.bool();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.createTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.updateTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2477,6 +2561,17 @@ export const PutSecretResponse: MessageFns<PutSecretResponse> = {
     return {
       name: isSet(object.name) ? globalThis.String(object.name) : "",
       version: isSet(object.version) ? globalThis.Number(object.version) : 0,
+      created: isSet(object.created) ? globalThis.Boolean(object.created) : false,
+      createTime: isSet(object.createTime)
+        ? fromJsonTimestamp(object.createTime)
+        : isSet(object.create_time)
+        ? fromJsonTimestamp(object.create_time)
+        : undefined,
+      updateTime: isSet(object.updateTime)
+        ? fromJsonTimestamp(object.updateTime)
+        : isSet(object.update_time)
+        ? fromJsonTimestamp(object.update_time)
+        : undefined,
     };
   },
 
@@ -2488,6 +2583,15 @@ export const PutSecretResponse: MessageFns<PutSecretResponse> = {
     if (message.version !== 0) {
       obj.version = Math.round(message.version);
     }
+    if (message.created !== false) {
+      obj.created = message.created;
+    }
+    if (message.createTime !== undefined) {
+      obj.createTime = message.createTime.toISOString();
+    }
+    if (message.updateTime !== undefined) {
+      obj.updateTime = message.updateTime.toISOString();
+    }
     return obj;
   },
 
@@ -2498,6 +2602,434 @@ export const PutSecretResponse: MessageFns<PutSecretResponse> = {
     const message = createBasePutSecretResponse();
     message.name = object.name ?? "";
     message.version = object.version ?? 0;
+    message.created = object.created ?? false;
+    message.createTime = object.createTime ?? undefined;
+    message.updateTime = object.updateTime ?? undefined;
+    return message;
+  },
+};
+
+function createBaseSecretSummary(): SecretSummary {
+  return { name: "", version: 0, createTime: undefined, updateTime: undefined };
+}
+
+export const SecretSummary: MessageFns<SecretSummary> = {
+  encode(message: SecretSummary, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.version !== 0) {
+      writer.uint32(16).int64(message.version);
+    }
+    if (message.createTime !== undefined) {
+      Timestamp.encode(toTimestamp(message.createTime), writer.uint32(26).fork()).join();
+    }
+    if (message.updateTime !== undefined) {
+      Timestamp.encode(toTimestamp(message.updateTime), writer.uint32(34).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SecretSummary {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSecretSummary();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.version = longToNumber(reader.int64());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.createTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.updateTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SecretSummary {
+    return {
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      version: isSet(object.version) ? globalThis.Number(object.version) : 0,
+      createTime: isSet(object.createTime)
+        ? fromJsonTimestamp(object.createTime)
+        : isSet(object.create_time)
+        ? fromJsonTimestamp(object.create_time)
+        : undefined,
+      updateTime: isSet(object.updateTime)
+        ? fromJsonTimestamp(object.updateTime)
+        : isSet(object.update_time)
+        ? fromJsonTimestamp(object.update_time)
+        : undefined,
+    };
+  },
+
+  toJSON(message: SecretSummary): unknown {
+    const obj: any = {};
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.version !== 0) {
+      obj.version = Math.round(message.version);
+    }
+    if (message.createTime !== undefined) {
+      obj.createTime = message.createTime.toISOString();
+    }
+    if (message.updateTime !== undefined) {
+      obj.updateTime = message.updateTime.toISOString();
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<SecretSummary>): SecretSummary {
+    return SecretSummary.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<SecretSummary>): SecretSummary {
+    const message = createBaseSecretSummary();
+    message.name = object.name ?? "";
+    message.version = object.version ?? 0;
+    message.createTime = object.createTime ?? undefined;
+    message.updateTime = object.updateTime ?? undefined;
+    return message;
+  },
+};
+
+function createBaseListSecretsRequest(): ListSecretsRequest {
+  return { projectId: "" };
+}
+
+export const ListSecretsRequest: MessageFns<ListSecretsRequest> = {
+  encode(message: ListSecretsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.projectId !== "") {
+      writer.uint32(10).string(message.projectId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListSecretsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListSecretsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.projectId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListSecretsRequest {
+    return {
+      projectId: isSet(object.projectId)
+        ? globalThis.String(object.projectId)
+        : isSet(object.project_id)
+        ? globalThis.String(object.project_id)
+        : "",
+    };
+  },
+
+  toJSON(message: ListSecretsRequest): unknown {
+    const obj: any = {};
+    if (message.projectId !== "") {
+      obj.projectId = message.projectId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ListSecretsRequest>): ListSecretsRequest {
+    return ListSecretsRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ListSecretsRequest>): ListSecretsRequest {
+    const message = createBaseListSecretsRequest();
+    message.projectId = object.projectId ?? "";
+    return message;
+  },
+};
+
+function createBaseListSecretsResponse(): ListSecretsResponse {
+  return { secrets: [] };
+}
+
+export const ListSecretsResponse: MessageFns<ListSecretsResponse> = {
+  encode(message: ListSecretsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.secrets) {
+      SecretSummary.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListSecretsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListSecretsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.secrets.push(SecretSummary.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListSecretsResponse {
+    return {
+      secrets: globalThis.Array.isArray(object?.secrets)
+        ? object.secrets.map((e: any) => SecretSummary.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: ListSecretsResponse): unknown {
+    const obj: any = {};
+    if (message.secrets?.length) {
+      obj.secrets = message.secrets.map((e) => SecretSummary.toJSON(e));
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ListSecretsResponse>): ListSecretsResponse {
+    return ListSecretsResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ListSecretsResponse>): ListSecretsResponse {
+    const message = createBaseListSecretsResponse();
+    message.secrets = object.secrets?.map((e) => SecretSummary.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseDeleteSecretRequest(): DeleteSecretRequest {
+  return { projectId: "", name: "" };
+}
+
+export const DeleteSecretRequest: MessageFns<DeleteSecretRequest> = {
+  encode(message: DeleteSecretRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.projectId !== "") {
+      writer.uint32(10).string(message.projectId);
+    }
+    if (message.name !== "") {
+      writer.uint32(18).string(message.name);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeleteSecretRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDeleteSecretRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.projectId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DeleteSecretRequest {
+    return {
+      projectId: isSet(object.projectId)
+        ? globalThis.String(object.projectId)
+        : isSet(object.project_id)
+        ? globalThis.String(object.project_id)
+        : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+    };
+  },
+
+  toJSON(message: DeleteSecretRequest): unknown {
+    const obj: any = {};
+    if (message.projectId !== "") {
+      obj.projectId = message.projectId;
+    }
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<DeleteSecretRequest>): DeleteSecretRequest {
+    return DeleteSecretRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<DeleteSecretRequest>): DeleteSecretRequest {
+    const message = createBaseDeleteSecretRequest();
+    message.projectId = object.projectId ?? "";
+    message.name = object.name ?? "";
+    return message;
+  },
+};
+
+function createBaseDeleteSecretResponse(): DeleteSecretResponse {
+  return { deleted: false };
+}
+
+export const DeleteSecretResponse: MessageFns<DeleteSecretResponse> = {
+  encode(message: DeleteSecretResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.deleted !== false) {
+      writer.uint32(8).bool(message.deleted);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeleteSecretResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDeleteSecretResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.deleted = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DeleteSecretResponse {
+    return { deleted: isSet(object.deleted) ? globalThis.Boolean(object.deleted) : false };
+  },
+
+  toJSON(message: DeleteSecretResponse): unknown {
+    const obj: any = {};
+    if (message.deleted !== false) {
+      obj.deleted = message.deleted;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<DeleteSecretResponse>): DeleteSecretResponse {
+    return DeleteSecretResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<DeleteSecretResponse>): DeleteSecretResponse {
+    const message = createBaseDeleteSecretResponse();
+    message.deleted = object.deleted ?? false;
     return message;
   },
 };
@@ -2916,14 +3448,41 @@ export const RegistryServiceDefinition = {
       options: { idempotencyLevel: "NO_SIDE_EFFECTS" },
     },
     /**
-     * PutSecret stores a named project secret, encrypted at rest. The value is never returned by any
-     * public API; only ResolveSecret returns it, to internal callers.
+     * PutSecret stores a named project secret, encrypted at rest, or replaces the value of an existing
+     * one in place (rotation: same name, version + 1, `create_time` kept). The value is never returned by
+     * any public API; only ResolveSecret returns it, to internal callers. INVALID_ARGUMENT for a bad name,
+     * an empty value or one over 16 KiB; NOT_FOUND for an unknown project.
      */
     putSecret: {
       name: "PutSecret",
       requestType: PutSecretRequest as typeof PutSecretRequest,
       requestStream: false,
       responseType: PutSecretResponse as typeof PutSecretResponse,
+      responseStream: false,
+      options: { idempotencyLevel: "IDEMPOTENT" },
+    },
+    /**
+     * ListSecrets returns the names and times of a project's secrets, ordered by name. It never returns
+     * a value, nor a hash or any other fingerprint of one. An unknown project has no secrets (empty list).
+     */
+    listSecrets: {
+      name: "ListSecrets",
+      requestType: ListSecretsRequest as typeof ListSecretsRequest,
+      requestStream: false,
+      responseType: ListSecretsResponse as typeof ListSecretsResponse,
+      responseStream: false,
+      options: { idempotencyLevel: "NO_SIDE_EFFECTS" },
+    },
+    /**
+     * DeleteSecret removes a named project secret. Idempotent: deleting a secret that is absent succeeds
+     * with `deleted` false (the gateway answers that 404). Webhooks and agent slots that still name the
+     * secret fail to resolve it from then on (NOT_FOUND `actor.secret.not_found`).
+     */
+    deleteSecret: {
+      name: "DeleteSecret",
+      requestType: DeleteSecretRequest as typeof DeleteSecretRequest,
+      requestStream: false,
+      responseType: DeleteSecretResponse as typeof DeleteSecretResponse,
       responseStream: false,
       options: { idempotencyLevel: "IDEMPOTENT" },
     },
@@ -3004,10 +3563,29 @@ export interface RegistryServiceImplementation<CallContextExt = {}> {
     context: CallContext & CallContextExt,
   ): Promise<DeepPartial<AuthenticateTokenResponse>>;
   /**
-   * PutSecret stores a named project secret, encrypted at rest. The value is never returned by any
-   * public API; only ResolveSecret returns it, to internal callers.
+   * PutSecret stores a named project secret, encrypted at rest, or replaces the value of an existing
+   * one in place (rotation: same name, version + 1, `create_time` kept). The value is never returned by
+   * any public API; only ResolveSecret returns it, to internal callers. INVALID_ARGUMENT for a bad name,
+   * an empty value or one over 16 KiB; NOT_FOUND for an unknown project.
    */
   putSecret(request: PutSecretRequest, context: CallContext & CallContextExt): Promise<DeepPartial<PutSecretResponse>>;
+  /**
+   * ListSecrets returns the names and times of a project's secrets, ordered by name. It never returns
+   * a value, nor a hash or any other fingerprint of one. An unknown project has no secrets (empty list).
+   */
+  listSecrets(
+    request: ListSecretsRequest,
+    context: CallContext & CallContextExt,
+  ): Promise<DeepPartial<ListSecretsResponse>>;
+  /**
+   * DeleteSecret removes a named project secret. Idempotent: deleting a secret that is absent succeeds
+   * with `deleted` false (the gateway answers that 404). Webhooks and agent slots that still name the
+   * secret fail to resolve it from then on (NOT_FOUND `actor.secret.not_found`).
+   */
+  deleteSecret(
+    request: DeleteSecretRequest,
+    context: CallContext & CallContextExt,
+  ): Promise<DeepPartial<DeleteSecretResponse>>;
   /**
    * ResolveSecret returns the plaintext of a named project secret. Internal use only (webhook signing,
    * bring-your-own keys). NOT_FOUND when the project has no secret of that name.
@@ -3076,10 +3654,29 @@ export interface RegistryServiceClient<CallOptionsExt = {}> {
     options?: CallOptions & CallOptionsExt,
   ): Promise<AuthenticateTokenResponse>;
   /**
-   * PutSecret stores a named project secret, encrypted at rest. The value is never returned by any
-   * public API; only ResolveSecret returns it, to internal callers.
+   * PutSecret stores a named project secret, encrypted at rest, or replaces the value of an existing
+   * one in place (rotation: same name, version + 1, `create_time` kept). The value is never returned by
+   * any public API; only ResolveSecret returns it, to internal callers. INVALID_ARGUMENT for a bad name,
+   * an empty value or one over 16 KiB; NOT_FOUND for an unknown project.
    */
   putSecret(request: DeepPartial<PutSecretRequest>, options?: CallOptions & CallOptionsExt): Promise<PutSecretResponse>;
+  /**
+   * ListSecrets returns the names and times of a project's secrets, ordered by name. It never returns
+   * a value, nor a hash or any other fingerprint of one. An unknown project has no secrets (empty list).
+   */
+  listSecrets(
+    request: DeepPartial<ListSecretsRequest>,
+    options?: CallOptions & CallOptionsExt,
+  ): Promise<ListSecretsResponse>;
+  /**
+   * DeleteSecret removes a named project secret. Idempotent: deleting a secret that is absent succeeds
+   * with `deleted` false (the gateway answers that 404). Webhooks and agent slots that still name the
+   * secret fail to resolve it from then on (NOT_FOUND `actor.secret.not_found`).
+   */
+  deleteSecret(
+    request: DeepPartial<DeleteSecretRequest>,
+    options?: CallOptions & CallOptionsExt,
+  ): Promise<DeleteSecretResponse>;
   /**
    * ResolveSecret returns the plaintext of a named project secret. Internal use only (webhook signing,
    * bring-your-own keys). NOT_FOUND when the project has no secret of that name.

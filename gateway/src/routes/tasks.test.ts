@@ -88,6 +88,14 @@ describe('the POST /v1/tasks body', () => {
 
   it('refuses webhooks that are not http(s) URLs and attachments with both or neither source', () => {
     expect(errorsOf({ task: 't', webhooks: [{ url: 'file:///etc/passwd', secret_ref: 's' }] })[0]!.path).toBe('webhooks[0].url');
+    expect(errorsOf({ task: 't', webhooks: [{ url: 'not a url', secret_ref: 's' }] })[0]).toEqual({
+      path: 'webhooks[0].url',
+      message: 'must be an absolute http or https URL',
+    });
+    // IP literals and single-label hosts are URLs too; whether they may be called is the SSRF guard's call.
+    for (const url of ['http://203.0.113.5:8443/hook', 'http://hooks:8080/in', 'https://[2001:db8::1]/h']) {
+      expect(createTaskBodySchema.parse({ task: 't', webhooks: [{ url, secret_ref: 's' }] }).webhooks[0]!.url).toBe(url);
+    }
     expect(errorsOf({ task: 't', attachments: [{ name: 'a', media_type: 'text/plain' }] })[0]!.path).toBe('attachments[0]');
     expect(
       errorsOf({ task: 't', attachments: [{ name: 'a', media_type: 'text/plain', data_base64: 'aA==', url: 'https://x.example/a' }] })[0]!

@@ -19,6 +19,23 @@ export const taskModes = ['cheapest', 'balanced', 'best', 'fastest', 'private'] 
 const shortText = z.string().min(1).max(200);
 
 /** A budget in dollars: at least one micro-dollar (so it cannot round to 0, "the default"), at most $1M. */
+/**
+ * A webhook URL: any absolute http(s) URL. Not zod's `httpUrl`, whose host pattern refuses IP literals and
+ * single-label names; which addresses are allowed is the execution service's SSRF guard's call (it refuses
+ * internal ones unless ACTOR_WEBHOOK_ALLOW_HOSTS names them) and it answers with the reason.
+ */
+const webhookUrl = z
+  .string()
+  .max(2_000)
+  .refine((value) => {
+    try {
+      const url = new URL(value);
+      return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '';
+    } catch {
+      return false;
+    }
+  }, 'must be an absolute http or https URL');
+
 const usdAmount = z
   .number()
   .positive()
@@ -84,7 +101,7 @@ export const createTaskBodySchema = z.strictObject({
   webhooks: z
     .array(
       z.strictObject({
-        url: z.httpUrl().max(2_000),
+        url: webhookUrl,
         secret_ref: shortText,
         events: z.array(shortText).max(20).default([]),
       }),

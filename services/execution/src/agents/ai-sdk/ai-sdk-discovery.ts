@@ -3,7 +3,7 @@ import { usdToMicro } from '@actor/kit';
 import { TrustClass } from '@actor/proto/registry';
 import { bootstrapReviewer, type AdapterDefinition } from '../agent.js';
 import { AiSdkAgent } from './ai-sdk-agent.js';
-import { invalidSettingsReason } from '../adapter-settings.js';
+import { invalidSettingsReason, presentSettings } from '../adapter-settings.js';
 
 /** The provider name in adapter types and SDK metadata. */
 export const openAiCompatibleProvider = 'openai-compatible';
@@ -48,7 +48,7 @@ export type AiSdkDiscovery = { definition: AdapterDefinition; reason?: undefined
  */
 export function discoverAiSdkAdapter(env: Record<string, string | undefined>): AiSdkDiscovery {
   // An empty variable counts as unset, as a shell's `VAR=` line means.
-  const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined && value.trim() !== ''));
+  const present = presentSettings(env);
   const missing = ['ACTOR_OPENAI_BASE_URL', 'ACTOR_OPENAI_API_KEY'].filter((name) => present[name] === undefined);
   if (missing.length > 0) return { reason: `set ${missing.join(' and ')} to use an OpenAI-compatible endpoint` };
   const parsed = aiSdkSettingsSchema.safeParse(present);

@@ -4,7 +4,7 @@ import { TrustClass } from '@actor/proto/registry';
 import { bootstrapReviewer } from '../agent.js';
 import { AiSdkAgent, type AiSdkApi } from './ai-sdk-agent.js';
 import type { AiSdkDiscovery } from './ai-sdk-discovery.js';
-import { invalidSettingsReason } from '../adapter-settings.js';
+import { invalidSettingsReason, presentSettings } from '../adapter-settings.js';
 
 /** The provider names in the adapter types (`ai-sdk:openai/<model>`, `ai-sdk:anthropic/<model>`). */
 export const openAiProvider = 'openai';
@@ -63,7 +63,7 @@ const anthropicLimits = { contextTokens: 200_000, maxOutputTokens: 4_096, concur
  * set, else why not. Reads only the env object it is given.
  */
 export function discoverOpenAiAdapter(env: Record<string, string | undefined>): AiSdkDiscovery {
-  const present = presentOnly(env);
+  const present = presentSettings(env);
   if (present.OPENAI_API_KEY === undefined) return { reason: 'set OPENAI_API_KEY to use the OpenAI API' };
   const parsed = openAiSettingsSchema.safeParse(present);
   if (!parsed.success) return { reason: invalidSettingsReason(parsed.error) };
@@ -94,7 +94,7 @@ export function discoverOpenAiAdapter(env: Record<string, string | undefined>): 
  * why not. Reads only the env object it is given.
  */
 export function discoverAnthropicAdapter(env: Record<string, string | undefined>): AiSdkDiscovery {
-  const present = presentOnly(env);
+  const present = presentSettings(env);
   if (present.ANTHROPIC_API_KEY === undefined) return { reason: 'set ANTHROPIC_API_KEY to use the Anthropic API' };
   const parsed = anthropicSettingsSchema.safeParse(present);
   if (!parsed.success) return { reason: invalidSettingsReason(parsed.error) };
@@ -183,7 +183,3 @@ function define(settings: HostedAdapterSettings): AiSdkDiscovery {
   };
 }
 
-/** An empty variable counts as unset, as a shell's `VAR=` line means. */
-function presentOnly(env: Record<string, string | undefined>): Record<string, string> {
-  return Object.fromEntries(Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined && entry[1].trim() !== ''));
-}

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { TrustClass } from '@actor/proto/registry';
 import { bootstrapReviewer, type AdapterDefinition } from '../agent.js';
 import { AiSdkAgent } from './ai-sdk-agent.js';
-import { invalidSettingsReason } from '../adapter-settings.js';
+import { invalidSettingsReason, presentSettings } from '../adapter-settings.js';
 
 /** The provider name in the adapter types (`ai-sdk:ollama/<model>`). */
 export const ollamaProvider = 'ollama';
@@ -73,7 +73,7 @@ export interface OllamaDiscovery {
  * Reads only the env object it is given.
  */
 export async function discoverOllamaAdapters(env: Record<string, string | undefined>): Promise<OllamaDiscovery> {
-  const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined && value.trim() !== ''));
+  const present = presentSettings(env);
   const parsed = ollamaSettingsSchema.safeParse(present);
   if (!parsed.success) {
     return { definitions: [], reason: invalidSettingsReason(parsed.error) };

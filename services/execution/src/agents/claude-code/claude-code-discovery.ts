@@ -4,7 +4,7 @@ import { TrustClass } from '@actor/proto/registry';
 import { bootstrapReviewer, type AdapterDefinition } from '../agent.js';
 import { locateExecutable } from '../subprocess/executable-lookup.js';
 import { ClaudeCodeAgent } from './claude-code-agent.js';
-import { invalidSettingsReason } from '../adapter-settings.js';
+import { invalidSettingsReason, presentSettings } from '../adapter-settings.js';
 
 export const claudeCodeAdapterType = 'claude-code';
 
@@ -38,7 +38,7 @@ export type ClaudeCodeDiscovery = { definition: AdapterDefinition; reason?: unde
 
 /** The `claude-code` adapter when its binary is found, else why not. Reads only the env object it is given. */
 export function discoverClaudeCodeAdapter(env: Record<string, string | undefined>): ClaudeCodeDiscovery {
-  const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined && value.trim() !== '')) as Record<string, string>;
+  const present = presentSettings(env);
   const configured = present.ACTOR_CLAUDE_CODE_BIN;
   const binaryPath = locateExecutable(configured, 'claude', present.PATH ?? '');
   if (!binaryPath) {

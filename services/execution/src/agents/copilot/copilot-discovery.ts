@@ -4,7 +4,7 @@ import { TrustClass } from '@actor/proto/registry';
 import { bootstrapReviewer, type AdapterDefinition } from '../agent.js';
 import { locateExecutable } from '../subprocess/executable-lookup.js';
 import { CopilotAgent, copilotProviderSecretVariables, copilotTokenVariables } from './copilot-agent.js';
-import { invalidSettingsReason } from '../adapter-settings.js';
+import { invalidSettingsReason, presentSettings } from '../adapter-settings.js';
 
 export const copilotAdapterType = 'copilot';
 
@@ -60,7 +60,7 @@ export type CopilotDiscovery = { definition: AdapterDefinition; reason?: undefin
 
 /** The `copilot` adapter when its binary and a credential are found, else why not. Reads only the env object it is given. */
 export function discoverCopilotAdapter(env: Record<string, string | undefined>): CopilotDiscovery {
-  const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined && value.trim() !== '')) as Record<string, string>;
+  const present = presentSettings(env);
   const configured = present.ACTOR_COPILOT_BIN;
   const binaryPath = locateExecutable(configured, 'copilot', present.PATH ?? '');
   if (!binaryPath) {

@@ -5,7 +5,7 @@ import { bootstrapReviewer, type AdapterDefinition } from '../agent.js';
 import { locateExecutable } from '../subprocess/executable-lookup.js';
 import { OpencodeAgent } from './opencode-agent.js';
 import { basicAuthorization } from './opencode-server.js';
-import { invalidSettingsReason } from '../adapter-settings.js';
+import { invalidSettingsReason, presentSettings } from '../adapter-settings.js';
 
 export const opencodeAdapterType = 'opencode';
 
@@ -62,7 +62,7 @@ export type OpencodeDiscovery = { definition: AdapterDefinition; reason?: undefi
  * Reads only the env object it is given.
  */
 export function discoverOpencodeAdapter(env: Record<string, string | undefined>): OpencodeDiscovery {
-  const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined && value.trim() !== '')) as Record<string, string>;
+  const present = presentSettings(env);
   const parsed = opencodeSettingsSchema.safeParse(present);
   if (!parsed.success) {
     return { reason: invalidSettingsReason(parsed.error) };

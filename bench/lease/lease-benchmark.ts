@@ -1,6 +1,7 @@
 /**
  * Lease throughput: acquire -> release cycles per second and acquire latency (p50/p99) against the pool
- * service (gRPC, on Postgres) with 1, 16 and 64 concurrent workers, the pool server running in its own
+ * service (gRPC, on Postgres) with 1, 16 and 64 concurrent workers: over one LeaseSession stream, as
+ * execution calls it, and over unary calls, the pool server running in its own
  * process (`node --import tsx services/pool/src/main.ts`, as the platform runs it, so client and server
  * do not share an event loop), once as configured by default and once with
  * POOL_RELEASE_SYNCHRONOUS_COMMIT=true (a disk sync per release too, as graphile-worker does per
@@ -12,11 +13,12 @@
  *
  *   npx tsx bench/lease/lease-benchmark.ts
  *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres SECONDS_PER_LEVEL=5 LEVELS=1,16,64 npx tsx bench/lease/lease-benchmark.ts
- *   POOL_PLACEMENT=process,process-sync-release,in-process (the default; any subset) npx tsx bench/lease/lease-benchmark.ts
+ *   POOL_PLACEMENT=session,process,process-sync-release,in-process (the default; any subset; session = lease stream to a pool in its own process) npx tsx bench/lease/lease-benchmark.ts
+ *   POOL_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/pool-prof': extra node flags for the pool's own process
  *   PG_CONNECTIONS=10 (the default): Postgres connections of the pool (POOL_DATABASE_MAX_CONNECTIONS) and of graphile-worker (maxPoolSize)
  */
 import { execSync, spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
@@ -24,17 +26,19 @@ import { Logger, makeWorkerUtils, run, type Runner } from 'graphile-worker';
 import { createClient, createLogger } from '@actor/kit';
 import { PoolServiceDefinition } from '@actor/proto/pool';
 import { loadPoolConfig } from '../../services/pool/src/config.js';
+import { LeaseSessionClient } from '../../services/pool/src/client/lease-session-client.js';
 import { startPool } from '../../services/pool/src/pool-server.js';
 import { freePort } from '../../scripts/platform.js';
 
 const baseUrl = process.env.BENCH_DATABASE_URL ?? process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const levels = (process.env.LEVELS ?? '1,16,64').split(',').map(Number);
 const secondsPerLevel = Number(process.env.SECONDS_PER_LEVEL ?? 6);
-const placements = (process.env.POOL_PLACEMENT ?? 'process,process-sync-release,in-process').split(',') as Placement[];
-type Placement = 'process' | 'process-sync-release' | 'in-process';
+const placements = (process.env.POOL_PLACEMENT ?? 'session,process,process-sync-release,in-process').split(',') as Placement[];
+type Placement = 'session' | 'process' | 'process-sync-release' | 'in-process';
 const pgConnections = Number(process.env.PG_CONNECTIONS ?? 10);
 
 const systemNames: Record<Placement, string> = {
+  session: 'actor pool (lease session stream, own process)',
   process: 'actor pool (gRPC, own process)',
   'process-sync-release': 'actor pool (gRPC, own process, synchronous release)',
   'in-process': 'actor pool (gRPC, in this process)',
@@ -68,7 +72,7 @@ interface Row {
 /**
  * CPU time (ms) spent during a measurement: by this process (the workers; for the in-process pool
  * and graphile-worker also the server or library), by the pool's own process when it has one, and
- * by the Postgres backends connected to the benchmark's database. On a shared machine the rate
+ * by every Postgres process (see postgresProcessCpu). On a shared machine the rate
  * follows whatever else runs; the CPU spent per cycle does not, and on 2 cores it bounds the rate.
  */
 interface CpuSpent {
@@ -95,22 +99,36 @@ function processCpuMs(pid: number): number {
   }
 }
 
-let statsClient: pg.Client | undefined;
-async function postgresBackendCpu(): Promise<Map<number, number>> {
-  const { rows } = await statsClient!.query<{ pid: number }>('select pid from pg_stat_activity where datname = $1', [databaseName]);
-  return new Map(rows.map((row) => [row.pid, processCpuMs(row.pid)]));
+/**
+ * CPU time of every Postgres process on this machine, by pid: the backends serving the benchmark and
+ * the WAL writer, checkpointer and the rest, which do part of the work a commit asks for (with
+ * asynchronous commit the WAL writer flushes what a backend would have). So the box must be quiet:
+ * another database's work counts too. A Postgres on another machine counts as zero.
+ */
+function postgresProcessCpu(): Map<number, number> {
+  const cpu = new Map<number, number>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() !== 'postgres') continue;
+    } catch {
+      continue; // gone meanwhile
+    }
+    cpu.set(Number(entry), processCpuMs(Number(entry)));
+  }
+  return cpu;
 }
 
 /** Starts counting CPU time; the returned function stops and tells what was spent. */
 async function startCpuMeter(poolPid?: number): Promise<() => Promise<CpuSpent>> {
   const bench = process.cpuUsage();
   const pool = poolPid ? processCpuMs(poolPid) : 0;
-  const backends = await postgresBackendCpu();
+  const postgres = postgresProcessCpu();
   return async () => {
     const benchSpent = process.cpuUsage(bench);
     let postgresMs = 0;
     // A backend that connected during the measurement counts from zero.
-    for (const [pid, cpuMs] of await postgresBackendCpu()) postgresMs += cpuMs - (backends.get(pid) ?? 0);
+    for (const [pid, cpuMs] of postgresProcessCpu()) postgresMs += cpuMs - (postgres.get(pid) ?? 0);
     return {
       benchMs: (benchSpent.user + benchSpent.system) / 1000,
       poolProcessMs: poolPid ? processCpuMs(poolPid) - pool : 0,
@@ -119,9 +137,13 @@ async function startCpuMeter(poolPid?: number): Promise<() => Promise<CpuSpent>>
   };
 }
 
-/** N workers, each acquiring a slot, releasing it at once, for the time given. */
-async function benchPool(pool: RunningPool, agentType: string, workers: number, system: string): Promise<Row> {
-  const client = createClient(PoolServiceDefinition, pool.address, { deadlineMs: 30_000 });
+/**
+ * N workers, each acquiring a slot, releasing it at once, for the time given: through the unary
+ * Acquire and Release calls, or as operations on one LeaseSession stream (how execution calls them).
+ */
+async function benchPool(pool: RunningPool, agentType: string, workers: number, system: string, transport: 'unary' | 'session'): Promise<Row> {
+  const unary = createClient(PoolServiceDefinition, pool.address, { deadlineMs: 30_000 });
+  const client = transport === 'session' ? new LeaseSessionClient(unary, { deadlineMs: 30_000 }) : unary;
   const stopMeter = await startCpuMeter(pool.pid);
   const latencies: number[] = [];
   const stopAt = performance.now() + secondsPerLevel * 1000;
@@ -148,6 +170,7 @@ async function benchPool(pool: RunningPool, agentType: string, workers: number, 
   );
   const elapsedSeconds = (performance.now() - startedAt) / 1000;
   const cpu = await stopMeter();
+  if (client instanceof LeaseSessionClient) client.close();
   latencies.sort((left, right) => left - right);
   return {
     system,
@@ -210,6 +233,8 @@ async function benchGraphileWorker(connectionString: string, workers: number): P
   };
 }
 
+const transportOf = (placement: Placement) => (placement === 'session' ? 'session' : 'unary');
+
 interface RunningPool {
   address: string;
   /** The pool's own process, when it runs in one. */
@@ -233,7 +258,9 @@ async function startInProcess(databaseUrl: string): Promise<RunningPool> {
 async function spawnPool(databaseUrl: string, settings: Record<string, string> = {}): Promise<RunningPool> {
   const address = `127.0.0.1:${await freePort()}`;
   const entryPoint = fileURLToPath(new URL('../../services/pool/src/main.ts', import.meta.url));
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', entryPoint], {
+  // POOL_NODE_ARGS: extra node flags for the pool process, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`.
+  const nodeArgs = (process.env.POOL_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const child: ChildProcess = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', entryPoint], {
     env: {
       ...process.env,
       POOL_ADDR: address,
@@ -285,12 +312,14 @@ function printTable(): void {
     );
   }
   console.log(
-    '\nactor pool: one cycle = Acquire (wait, fencing epoch, database-clock deadline) + Release over gRPC to the pool' +
-      '\nservice, in its own process or in this one; two statements, each its own transaction: the grant commits' +
+    '\nactor pool: one cycle = Acquire (wait, fencing epoch, database-clock deadline) + Release to the pool service,' +
+      '\nas two operations on one LeaseSession stream (how execution calls it) or as two unary gRPC calls; the pool' +
+      '\nin its own process or in this one; two statements, each its own transaction: the grant commits' +
       '\nsynchronously (waits for the WAL flush), the release by default does not (POOL_RELEASE_SYNCHRONOUS_COMMIT).' +
       '\ngraphile-worker: one job = claim + run a task that completes at once + complete, as a library talking to' +
       '\nPostgres directly (no network hop, no fencing, reclaim after its 4 h lock timeout); two statements, both' +
-      '\ncommitting synchronously (the server default it keeps).',
+      '\ncommitting synchronously (the server default it keeps).' +
+      '\npostgres cpu: every postgres process on this machine (backends, WAL writer, ...): run it on a quiet box.',
   );
 }
 
@@ -300,8 +329,6 @@ const url = new URL(baseUrl);
 url.pathname = `/${databaseName}`;
 const databaseUrl = url.toString();
 
-statsClient = new pg.Client({ connectionString: baseUrl });
-await statsClient.connect();
 const rows: Row[] = [];
 const running: Array<{ placement: Placement; pool: RunningPool; agentType: string }> = [];
 try {
@@ -323,7 +350,7 @@ try {
         concurrency: Math.max(...levels),
       },
     });
-    await benchPool(pool, `bench-agent-${placement}`, 4, systemNames[placement]).catch(() => undefined); // warm-up
+    await benchPool(pool, `bench-agent-${placement}`, 4, systemNames[placement], transportOf(placement)).catch(() => undefined); // warm-up
   }
   const migrateUtils = await makeWorkerUtils({ connectionString: databaseUrl });
   await migrateUtils.migrate();
@@ -331,7 +358,7 @@ try {
 
   for (const workers of levels) {
     for (const { placement, pool, agentType } of running) {
-      rows.push(await benchPool(pool, agentType, workers, systemNames[placement]));
+      rows.push(await benchPool(pool, agentType, workers, systemNames[placement], transportOf(placement)));
     }
     rows.push(await benchGraphileWorker(databaseUrl, workers));
   }
@@ -340,7 +367,6 @@ try {
   printTable();
 } finally {
   for (const { pool } of running) await pool.stop();
-  await statsClient.end();
   // Dropping the database ends any connection a library left idle; that is expected here.
   process.on('uncaughtException', (error: Error & { code?: string }) => {
     if (error.code !== '57P01') throw error;

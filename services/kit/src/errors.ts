@@ -67,11 +67,22 @@ export function remoteError(error: unknown): { status: Status; code?: string; me
 }
 
 /**
- * Server middleware: domain errors become ServerError with their status and `<code>: <message>`;
- * a ClientError from a downstream call keeps its status and details (so `actor.budget.exceeded`
- * survives two hops); anything else becomes a generic INTERNAL, logged with its stack, which never
- * reaches the client.
+ * The status and details a failure travels to a client as: a domain error its status and
+ * `<code>: <message>`; a ClientError from a downstream call keeps its status and details (so
+ * `actor.budget.exceeded` survives two hops); a failure of a call its caller cancelled is CANCELLED;
+ * anything else a generic INTERNAL, logged with its stack, which never reaches the client.
  */
+export function toServerError(error: unknown, call: { method: string; signal: AbortSignal; logger: Logger }): ServerError {
+  if (error instanceof ServerError) return error;
+  if (error instanceof DomainError) return new ServerError(errorKinds[error.kind], `${error.code}: ${error.message}`);
+  // A deadline passed or a peer is down: the caller may retry. Anything else keeps its meaning.
+  if (error instanceof ClientError) return new ServerError(error.code, error.details);
+  if (call.signal.aborted) return new ServerError(Status.CANCELLED, 'actor.cancelled: call cancelled');
+  call.logger.error({ err: error, method: call.method }, 'unhandled error');
+  return new ServerError(Status.INTERNAL, 'actor.internal: internal error');
+}
+
+/** Server middleware: every failure leaves a call as `toServerError` maps it. */
 export function errorMiddleware(logger: Logger) {
   return async function* errorMapper<Request, Response>(
     call: ServerMiddlewareCall<Request, Response>,
@@ -80,15 +91,7 @@ export function errorMiddleware(logger: Logger) {
     try {
       return yield* call.next(call.request, context);
     } catch (error) {
-      if (error instanceof ServerError) throw error;
-      if (error instanceof DomainError) throw new ServerError(errorKinds[error.kind], `${error.code}: ${error.message}`);
-      if (error instanceof ClientError) {
-        // A deadline passed or a peer is down: the caller may retry. Anything else keeps its meaning.
-        throw new ServerError(error.code, error.details);
-      }
-      if (context.signal.aborted) throw new ServerError(Status.CANCELLED, 'actor.cancelled: call cancelled');
-      logger.error({ err: error, method: call.method.path }, 'unhandled error');
-      throw new ServerError(Status.INTERNAL, 'actor.internal: internal error');
+      throw toServerError(error, { method: call.method.path, signal: context.signal, logger });
     }
   };
 }

@@ -1,3 +1,4 @@
+export * from './async-queue.js';
 export * from './config.js';
 export * from './database.js';
 export * from './errors.js';

@@ -59,7 +59,13 @@ export async function startPool({ config, logger }: StartPoolOptions) {
       });
       grpcServer.add(
         PoolServiceDefinition,
-        createPoolService({ repository, allocator, defaults: { ttlMs: config.POOL_DEFAULT_TTL_MS } }),
+        createPoolService({
+          repository,
+          allocator,
+          defaults: { ttlMs: config.POOL_DEFAULT_TTL_MS },
+          logger,
+          shutdownSignal,
+        }),
       );
     },
   });

@@ -1,4 +1,4 @@
-import { fail } from '@actor/kit';
+import { fail, type Logger } from '@actor/kit';
 import type { Agent, Lease, PoolServiceImplementation } from '@actor/proto/pool';
 import type { AgentRow, LeaseWithAgent, PoolRepository } from './db/pool-repository.js';
 import { parseAgentSpec } from './domain/agent-spec.js';
@@ -10,6 +10,7 @@ import {
   type LeaseDefaults,
 } from './domain/lease-request.js';
 import type { LeaseAllocator } from './lease-allocator.js';
+import { createLeaseSession, type LeaseOperations } from './lease-session.js';
 
 function encodeAgent(row: AgentRow): Agent {
   return {
@@ -51,10 +52,42 @@ export interface PoolServiceDependencies {
   repository: PoolRepository;
   allocator: LeaseAllocator;
   defaults: LeaseDefaults;
+  logger: Logger;
+  /** Aborted when the server starts shutting down (lease sessions end). */
+  shutdownSignal: AbortSignal;
 }
 
 /** The PoolService: decode, apply the pool's rules, encode. SQL lives in the repository. */
-export function createPoolService({ repository, allocator, defaults }: PoolServiceDependencies): PoolServiceImplementation {
+export function createPoolService({
+  repository,
+  allocator,
+  defaults,
+  logger,
+  shutdownSignal,
+}: PoolServiceDependencies): PoolServiceImplementation {
+  // Acquire, Renew and Release, as unary methods and as operations of a lease session.
+  const leases: LeaseOperations = {
+    async acquire(request, signal) {
+      const spec = parseAcquireRequest(request, defaults);
+      return { lease: encodeLease(await allocator.acquire(spec, signal)) };
+    },
+
+    async renew(request) {
+      const { leaseId, epoch, ttlMs } = parseRenewRequest(request, defaults);
+      const outcome = await repository.renewLease(leaseId, epoch, ttlMs);
+      if ('problem' in outcome) throw leaseProblemError(outcome.problem, leaseId, epoch);
+      return { lease: encodeLease(outcome.lease) };
+    },
+
+    async release(request) {
+      const { leaseId, epoch } = parseReleaseRequest(request);
+      const outcome = await repository.releaseLease(leaseId, epoch);
+      if ('problem' in outcome) throw leaseProblemError(outcome.problem, leaseId, epoch);
+      if (outcome.released) allocator.wake();
+      return { released: outcome.released };
+    },
+  };
+
   return {
     async createAgent(request) {
       const spec = parseAgentSpec(request.agent);
@@ -99,25 +132,10 @@ export function createPoolService({ repository, allocator, defaults }: PoolServi
       return { deleted: outcome === 'deleted' };
     },
 
-    async acquire(request, context) {
-      const spec = parseAcquireRequest(request, defaults);
-      return { lease: encodeLease(await allocator.acquire(spec, context.signal)) };
-    },
-
-    async renew(request) {
-      const { leaseId, epoch, ttlMs } = parseRenewRequest(request, defaults);
-      const outcome = await repository.renewLease(leaseId, epoch, ttlMs);
-      if ('problem' in outcome) throw leaseProblemError(outcome.problem, leaseId, epoch);
-      return { lease: encodeLease(outcome.lease) };
-    },
-
-    async release(request) {
-      const { leaseId, epoch } = parseReleaseRequest(request);
-      const outcome = await repository.releaseLease(leaseId, epoch);
-      if ('problem' in outcome) throw leaseProblemError(outcome.problem, leaseId, epoch);
-      if (outcome.released) allocator.wake();
-      return { released: outcome.released };
-    },
+    acquire: (request, context) => leases.acquire(request, context.signal),
+    renew: (request) => leases.renew(request),
+    release: (request) => leases.release(request),
+    leaseSession: createLeaseSession({ operations: leases, logger, shutdownSignal }),
 
     async isBusy(request) {
       if (!request.agentId) throw fail.invalid('agent_id is required');

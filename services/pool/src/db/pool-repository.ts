@@ -3,6 +3,7 @@ import { PgDialect } from 'drizzle-orm/pg-core';
 import { newId, type Database } from '@actor/kit';
 import type { AgentSpec } from '../domain/agent-spec.js';
 import type { AcquireSpec, LeaseProblem, LeaseWant } from '../domain/lease-request.js';
+import { StatementBatcher } from './statement-batcher.js';
 import { agentLeases, agentSlots, agents, leaseWaiters, poolInstances, type schema } from './schema.js';
 
 export type AgentRow = typeof agents.$inferSelect;
@@ -116,9 +117,11 @@ const placeholder = (name: string) => sql.placeholder(name);
  * in one statement, so a grant costs one round trip. A slot is free when no active lease holds it;
  * it is free *to this request* only when no older live waiter could use it (`waiterSeq` is this
  * request's place in the queue; null for a request that has not queued, which yields to every live
- * waiter). The slot row lock (SKIP LOCKED) keeps concurrent Acquires from choosing the same slot; the
- * unique index on active leases per slot is what makes a double grant impossible even if two did.
- * It commits synchronously (the session's setting): a granted lease and its epoch must survive a
+ * waiter). The slot row lock (SKIP LOCKED) keeps concurrent Acquires from choosing the same slot
+ * while both run; one that started before another's grant committed can still pick that slot once
+ * its lock is gone (its snapshot does not show the new lease), and the unique index on active leases
+ * per slot is what makes that double grant impossible: the insert does nothing, and the statement
+ * answers with a row without a lease, so the caller looks again. It commits synchronously (the session's setting): a granted lease and its epoch must survive a
  * database crash, or a slot and an epoch could be handed out twice.
  */
 const grantLease = (() => {
@@ -159,33 +162,49 @@ const grantLease = (() => {
                ${placeholder('workId')}::text, ${placeholder('projectId')}::text, ${placeholder('requestId')}::text,
                statement_timestamp(), ${fromNow(placeholder('ttlMs'))}
         from slot
+        -- Lost a race (see above) or met this request id's earlier lease: no error (an error would
+        -- cost the connection, which node-postgres's pool discards after one), just no row.
+        on conflict do nothing
         returning *),
       dequeued as (
         delete from pool.lease_waiters
         where seq = ${waiterSeq} and exists (select 1 from granted))
       select row_to_json(granted) as lease, row_to_json(a) as agent
-      from granted join pool.agents a on a.id = granted.agent_id`,
+      from granted join pool.agents a on a.id = granted.agent_id
+      union all
+      -- A slot was picked but not granted: say so, so the caller looks again instead of queueing.
+      select null, null from slot where not exists (select 1 from granted)`,
   );
 })();
 
 /**
- * The release: ends the lease if this holder (id and epoch) still has it open; a lease past its
- * deadline is recorded as expired at that deadline. `commitMode` is the transaction's
- * synchronous_commit: 'off' commits without waiting for the WAL flush, null keeps the session's
- * setting. Set with `set_config(..., true)`, it lasts for this statement's transaction only, so the
- * grants that follow on the same connection still commit synchronously.
+ * The release, of one lease or of many at once (see `StatementBatcher`): ends each lease whose holder
+ * (id and epoch) still has it open; a lease past its deadline is recorded as expired at that deadline.
+ * `commitMode` is the transaction's synchronous_commit: 'off' commits without waiting for the WAL
+ * flush, null keeps the session's setting. Set with `set_config(..., true)`, it lasts for this
+ * statement's transaction only, so the grants that follow on the same connection still commit
+ * synchronously. The leases are locked in id order, so two batches sharing a lease (a retried release)
+ * cannot deadlock.
  */
-const releaseLease = hotStatement(
-  'pool_release_lease',
+const releaseLeases = hotStatement(
+  'pool_release_leases',
   sql`
     with durability as (
-      select set_config('synchronous_commit', coalesce(${placeholder('commitMode')}::text, current_setting('synchronous_commit')), true))
-    update pool.agent_leases
-    set ended_at = least(statement_timestamp(), expires_at),
-        end_reason = case when expires_at > statement_timestamp() then 'released' else 'expired' end
-    from durability
-    where id = ${placeholder('leaseId')}::text and epoch = ${placeholder('epoch')}::bigint and ended_at is null
-    returning end_reason`,
+      select set_config('synchronous_commit', coalesce(${placeholder('commitMode')}::text, current_setting('synchronous_commit')), true)),
+    releasing as (
+      select l.id
+      from pool.agent_leases l
+      join unnest(${placeholder('leaseIds')}::text[], ${placeholder('epochs')}::bigint[]) as wanted(id, epoch)
+        on l.id = wanted.id and l.epoch = wanted.epoch
+      where l.ended_at is null
+      order by l.id
+      for update of l)
+    update pool.agent_leases l
+    set ended_at = least(statement_timestamp(), l.expires_at),
+        end_reason = case when l.expires_at > statement_timestamp() then 'released' else 'expired' end
+    from releasing, durability
+    where l.id = releasing.id
+    returning l.id, l.end_reason`,
 );
 
 /**
@@ -247,6 +266,7 @@ function agentFromJson(json: Record<string, unknown>): AgentRow {
 }
 
 export type CreateAgentOutcome = { row: AgentRow } | { nameTaken: true };
+export type ReleaseOutcome = { released: boolean } | { problem: LeaseProblem };
 export type DeleteAgentOutcome = 'deleted' | 'missing' | 'leased';
 
 class AgentHoldsLeases extends Error {}
@@ -260,6 +280,8 @@ export interface PoolRepositoryOptions {
    * the WAL is flushed in order. Grants, renewals and everything else always commit synchronously.
    */
   releaseSynchronousCommit?: boolean;
+  /** The connections the database client opens at most (1 on PGlite): statements run at once are bounded by it. */
+  maxConnections?: number;
 }
 
 /** Every SQL statement of the pool. */
@@ -267,6 +289,7 @@ export class PoolRepository {
   private readonly namedStatements: NamedStatementClient | undefined;
   private readonly textStatements: TextStatementClient;
   private readonly releaseCommitMode: string | null;
+  private readonly releases: StatementBatcher<{ leaseId: string; epoch: number }, ReleaseOutcome>;
 
   constructor(
     private readonly db: Database<typeof schema>,
@@ -275,6 +298,12 @@ export class PoolRepository {
     this.namedStatements = namedStatementClient(db);
     this.textStatements = (db as unknown as { $client: TextStatementClient }).$client;
     this.releaseCommitMode = options.releaseSynchronousCommit === false ? 'off' : null;
+    // Half the connections at most for releases in flight, so grants always find some.
+    this.releases = new StatementBatcher(
+      (requests) => this.releaseBatch(requests),
+      Math.max(1, Math.floor((options.maxConnections ?? 1) / 2)),
+      256,
+    );
   }
 
   /**
@@ -413,23 +442,20 @@ export class PoolRepository {
       ttlMs: spec.ttlMs,
     };
     for (let attempt = 0; attempt < 3; attempt++) {
-      try {
-        const [granted] = await this.runHot<{ lease: Record<string, unknown>; agent: Record<string, unknown> }>(
-          grantLease,
-          values,
-        );
-        return granted ? { lease: leaseFromJson(granted.lease), agent: agentFromJson(granted.agent) } : undefined;
-      } catch (error) {
-        const constraint = violatedConstraint(error);
-        if (constraint === 'agent_leases_request_id_unique' && spec.requestId) {
-          return this.findLeaseByRequestId(spec.requestId);
-        }
-        if (constraint !== 'agent_leases_one_active_per_slot') throw error;
-        // The slot still carries a lease that expired without anyone ending it (end those, so the
-        // unique index admits a new one), or another replica granted it between our look and our
-        // insert: look again.
-        await this.endExpiredLeases();
+      const [granted] = await this.runHot<{ lease: Record<string, unknown> | null; agent: Record<string, unknown> | null }>(
+        grantLease,
+        values,
+      );
+      if (!granted) return undefined; // no slot free to this request
+      if (granted.lease && granted.agent) return { lease: leaseFromJson(granted.lease), agent: agentFromJson(granted.agent) };
+      // The insert met a unique index. This request id's lease already exists (a retry): that is the answer.
+      if (spec.requestId) {
+        const earlier = await this.findLeaseByRequestId(spec.requestId);
+        if (earlier) return earlier;
       }
+      // Another grant took the slot first (look again: the next statement sees it), or the slot still
+      // carries a lease that expired without anyone ending it: end those before the last look.
+      if (attempt === 1) await this.endExpiredLeases();
     }
     return undefined;
   }
@@ -467,17 +493,35 @@ export class PoolRepository {
    * had already released it (a retried release). A lease that expired (swept or not) is recorded as
    * expired at its deadline and refused as `expired`: its holder lost it.
    */
-  async releaseLease(leaseId: string, epoch: number): Promise<{ released: boolean } | { problem: LeaseProblem }> {
-    const [ended] = await this.runHot<{ end_reason: string }>(releaseLease, {
-      commitMode: this.releaseCommitMode,
-      leaseId,
-      epoch,
-    });
-    if (ended) return ended.end_reason === 'released' ? { released: true } : { problem: 'expired' };
-    const problem = await this.diagnose(leaseId, epoch);
-    // Only a lease its holder released is "already released"; one that ran out was lost, and its
-    // holder must learn that its work under it does not count.
-    return problem === 'released' ? { released: false } : { problem };
+  async releaseLease(leaseId: string, epoch: number): Promise<ReleaseOutcome> {
+    return this.releases.submit({ leaseId, epoch });
+  }
+
+  /** Releases a batch in one statement; each lease the statement did not end is diagnosed alone. */
+  private async releaseBatch(requests: Array<{ leaseId: string; epoch: number }>): Promise<ReleaseOutcome[]> {
+    const ended = new Map(
+      (
+        await this.runHot<{ id: string; end_reason: string }>(releaseLeases, {
+          commitMode: this.releaseCommitMode,
+          leaseIds: requests.map((request) => request.leaseId),
+          epochs: requests.map((request) => request.epoch),
+        })
+      ).map((row) => [row.id, row.end_reason]),
+    );
+    return Promise.all(
+      requests.map(async ({ leaseId, epoch }): Promise<ReleaseOutcome> => {
+        const endReason = ended.get(leaseId);
+        if (endReason !== undefined) {
+          // The same lease twice in one batch (a retried release): the first ended it, the rest had it ended.
+          ended.delete(leaseId);
+          return endReason === 'released' ? { released: true } : { problem: 'expired' };
+        }
+        const problem = await this.diagnose(leaseId, epoch);
+        // Only a lease its holder released is "already released"; one that ran out was lost, and its
+        // holder must learn that its work under it does not count.
+        return problem === 'released' ? { released: false } : { problem };
+      }),
+    );
   }
 
   private async diagnose(leaseId: string, epoch: number): Promise<LeaseProblem> {

@@ -42,6 +42,7 @@ export function filterBackends(backends: Backend[], request: PlacementRequest, c
     ? backends.find((backend) => backend.type === request.escalateFromBackend)
     : undefined;
   const circuits = new Map<string, CircuitView>();
+  const needed = [request.taskClass, ...request.requiredCapabilities];
 
   const checks: Check[] = [
     (backend) =>
@@ -56,9 +57,9 @@ export function filterBackends(backends: Backend[], request: PlacementRequest, c
       backend.ready ? undefined : { reasonCode: 'not_ready', reason: `not ready: ${backend.readyReason || 'prerequisites missing'}` },
     (backend) => trustRefusal(backend, request, allowed),
     (backend) => {
-      const needed = [request.taskClass, ...request.requiredCapabilities];
+      if (needed.every((capability) => backend.capabilities.includes(capability))) return undefined;
       const missing = needed.filter((capability) => !backend.capabilities.includes(capability));
-      return missing.length > 0 ? { reasonCode: 'capability', reason: `lacks ${list(missing)}` } : undefined;
+      return { reasonCode: 'capability', reason: `lacks ${list(missing)}` };
     },
     (backend) =>
       backend.contextTokens > 0 && request.estimatedInputTokens > backend.contextTokens

@@ -11,6 +11,9 @@ export interface CircuitView {
   halfOpenAt?: Date;
 }
 
+/** Shared: placement asks for every candidate's circuit in every decision, and most are closed. */
+const closed: CircuitView = Object.freeze({ state: 'closed', probeAvailable: false });
+
 /**
  * The circuit of one backend x task class at `now`:
  * - closed: fewer than FAILURES_TO_OPEN failures in a row (or a success since);
@@ -23,7 +26,7 @@ export function circuitState(
   now: Date,
   cooldownMs: number,
 ): CircuitView {
-  if (!signal?.openedAt) return { state: 'closed', probeAvailable: false };
+  if (!signal?.openedAt) return closed;
   const halfOpenAt = new Date(signal.openedAt.getTime() + cooldownMs);
   if (now < halfOpenAt) return { state: 'open', probeAvailable: false, halfOpenAt };
   const probeInFlight =

@@ -44,7 +44,7 @@ export interface HysteresisInput {
    * challenger with fewer than MIN_CHALLENGER_SAMPLES that has led for the window gets trial placements
    * (the incumbent stays) until it has them; absent = every challenger counts as having enough.
    */
-  evidence?: Map<string, number>;
+  evidence?: Pick<ReadonlyMap<string, number>, 'get'>;
 }
 
 /** A challenger that has beaten the incumbent by the margin at every placement since `since`. */

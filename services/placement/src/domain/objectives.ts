@@ -167,30 +167,40 @@ function signalScore(name: string, value: number, contribution = 0): SignalScore
 
 /** Scores every estimate under the mode's objective and returns candidates, best first. */
 export function rankCandidates(mode: ModeName, estimates: Estimate[]): Candidate[] {
-  const highestCost = Math.max(0, ...estimates.map((item) => item.expectedCostMicroUsd));
-  const highestLatency = Math.max(0, ...estimates.map((item) => item.expectedLatencyMs));
+  let highestCost = 0;
+  let highestLatency = 0;
+  for (const item of estimates) {
+    highestCost = Math.max(highestCost, item.expectedCostMicroUsd);
+    highestLatency = Math.max(highestLatency, item.expectedLatencyMs);
+  }
   const chains = mode === 'cheapest' ? escalationChains(estimates) : undefined;
   const candidates = estimates.map((item, index): Candidate => {
     const success = signalScore('success_estimate', item.successEstimate);
     const cost = signalScore('expected_cost_micro_usd', item.expectedCostMicroUsd);
     const latency = signalScore('expected_latency_ms', item.expectedLatencyMs);
-    const extra: SignalScore[] = [];
+    // Each list is built at its final length: growing it by push costs more than the scores it holds.
+    let signals: SignalScore[];
     switch (mode) {
       case 'cheapest': {
         const chain = chains![index]!;
         const perSuccess = chain.costMicroUsd / Math.max(chain.success, 1e-6);
-        extra.push(
+        signals = [
+          success,
+          cost,
+          latency,
           signalScore('chain_cost_micro_usd', chain.costMicroUsd),
           signalScore('chain_success_estimate', chain.success),
           signalScore('cost_per_verified_success_micro_usd', perSuccess, -perSuccess),
-        );
+        ];
         break;
       }
       case 'fastest':
         latency.contribution = -item.expectedLatencyMs;
+        signals = [success, cost, latency];
         break;
       case 'best':
         success.contribution = item.successEstimate;
+        signals = [success, cost, latency];
         break;
       case 'balanced':
       case 'private':
@@ -199,15 +209,18 @@ export function rankCandidates(mode: ModeName, estimates: Estimate[]): Candidate
           BALANCED_WEIGHTS.cost * (highestCost > 0 ? 1 - item.expectedCostMicroUsd / highestCost : 1);
         latency.contribution =
           BALANCED_WEIGHTS.latency * (highestLatency > 0 ? 1 - item.expectedLatencyMs / highestLatency : 1);
+        signals = [success, cost, latency];
         break;
     }
-    const signals = [success, cost, latency, ...extra];
+    // Summed in list order, from 0, so that the score is exactly the sum a reader of the breakdown gets.
+    let score = 0;
+    for (const signal of signals) score += signal.contribution;
     return {
       backend: item.backend.type,
       modelFamily: item.backend.modelFamily,
       qualityTier: item.backend.qualityTier,
       demo: item.backend.demo,
-      score: signals.reduce((sum, signal) => sum + signal.contribution, 0),
+      score,
       signals,
       expectedCostMicroUsd: item.expectedCostMicroUsd,
       worstCaseCostMicroUsd: item.worstCaseCostMicroUsd,

@@ -60,15 +60,19 @@ export function decidePlacement(input: PlacementInput): PlacementResult {
     : request.purpose === 'judge'
       ? 'a judge placement does not move the incumbent'
       : undefined;
+  const nowMs = input.now.getTime();
   const recentFailures = new Map<string, number>();
-  const evidence = new Map<string, number>();
+  let newestSignalMs: number | undefined;
   for (const signal of input.signals.values()) {
-    evidence.set(signal.backend, signal.workSamples);
-    const failedMsAgo = Math.max(0, input.now.getTime() - signal.updatedAt.getTime());
+    const updatedMs = signal.updatedAt.getTime();
+    if (newestSignalMs === undefined || updatedMs > newestSignalMs) newestSignalMs = updatedMs;
+    const failedMsAgo = Math.max(0, nowMs - updatedMs);
     if (failedMsAgo < failureBackoffMs(signal.consecutiveFailures, input.circuitCooldownMs)) {
       recentFailures.set(signal.backend, failedMsAgo);
     }
   }
+  // Hysteresis looks up one or two backends' evidence, so it reads the signals instead of a copy of them.
+  const evidence = { get: (backend: string) => input.signals.get(backend)?.workSamples };
   const verdict = applyHysteresis({
     ranked,
     exclusions: filtered.exclusions,
@@ -84,10 +88,6 @@ export function decidePlacement(input: PlacementInput): PlacementResult {
   });
   const winner = verdict.winner;
   const candidates = winner ? [winner, ...ranked.filter((candidate) => candidate !== winner)] : ranked;
-  let signalsTime: Date | undefined;
-  for (const signal of input.signals.values()) {
-    if (!signalsTime || signal.updatedAt > signalsTime) signalsTime = signal.updatedAt;
-  }
   return {
     winner,
     candidates,
@@ -104,6 +104,6 @@ export function decidePlacement(input: PlacementInput): PlacementResult {
     }),
     newIncumbent: verdict.newIncumbent,
     challenge: verdict.challenge,
-    signalsTime,
+    signalsTime: newestSignalMs === undefined ? undefined : new Date(newestSignalMs),
   };
 }

@@ -129,4 +129,12 @@ describe('percentile', () => {
       expect(window).toEqual(before);
     }
   });
+
+  it('sees only its own window after a longer one (every call shares one scratch buffer)', () => {
+    const long = Array.from({ length: LATENCY_WINDOW * 2 }, (_, index) => index % 7);
+    expect(percentile(long, 1)).toBe(6);
+    expect(percentile([300, 100, 200], 1)).toBe(300);
+    expect(percentile([300, 100, 200], 0.5)).toBe(200);
+    expect(percentile(long, 0.5)).toBe(3);
+  });
 });

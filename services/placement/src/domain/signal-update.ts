@@ -83,22 +83,29 @@ export function applyOutcome(signal: SignalState, outcome: Outcome, now: Date, c
   return next;
 }
 
+/**
+ * One scratch buffer for every percentile: allocating a typed array per call cost more than the
+ * selection itself (placement takes a percentile of every candidate's window in every decision).
+ * Safe to share because percentile is synchronous and never re-entered.
+ */
+let scratch = new Float64Array(LATENCY_WINDOW);
+
 /** The q-quantile (0..1) of a latency window by nearest rank; 0 for an empty window. */
 export function percentile(values: number[], q: number): number {
   if (values.length === 0) return 0;
   const rank = Math.max(1, Math.ceil(q * values.length));
-  const scratch = new Float64Array(values.length);
+  if (scratch.length < values.length) scratch = new Float64Array(values.length);
   for (let index = 0; index < values.length; index++) scratch[index] = values[index]!;
-  return selectSmallest(scratch, rank - 1);
+  return selectSmallest(scratch, values.length, rank - 1);
 }
 
 /**
- * The k-th smallest value (from 0), by quickselect on a scratch copy: linear on average, where a sort
- * is n log n. Placement takes a percentile of every candidate's window in every decision.
+ * The k-th smallest of the first `count` items (k from 0), by quickselect in place: linear on average,
+ * where a sort is n log n.
  */
-function selectSmallest(items: Float64Array, k: number): number {
+function selectSmallest(items: Float64Array, count: number, k: number): number {
   let low = 0;
-  let high = items.length - 1;
+  let high = count - 1;
   while (low < high) {
     const pivot = items[(low + high) >> 1]!;
     let left = low;

@@ -18,7 +18,7 @@
  *   PG_CONNECTIONS=10 (the default): Postgres connections of the pool (POOL_DATABASE_MAX_CONNECTIONS) and of graphile-worker (maxPoolSize)
  */
 import { execSync, spawn, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
@@ -72,7 +72,7 @@ interface Row {
 /**
  * CPU time (ms) spent during a measurement: by this process (the workers; for the in-process pool
  * and graphile-worker also the server or library), by the pool's own process when it has one, and
- * by every Postgres process (see postgresProcessCpu). On a shared machine the rate
+ * by the Postgres processes working for it (see postgresProcessCpu). On a shared machine the rate
  * follows whatever else runs; the CPU spent per cycle does not, and on 2 cores it bounds the rate.
  */
 interface CpuSpent {
@@ -100,35 +100,31 @@ function processCpuMs(pid: number): number {
 }
 
 /**
- * CPU time of every Postgres process on this machine, by pid: the backends serving the benchmark and
- * the WAL writer, checkpointer and the rest, which do part of the work a commit asks for (with
- * asynchronous commit the WAL writer flushes what a backend would have). So the box must be quiet:
- * another database's work counts too. A Postgres on another machine counts as zero.
+ * CPU time of the Postgres processes that work for the benchmark, by pid: the backends connected to
+ * its database and the server's own processes (WAL writer, checkpointer, background writer...), which
+ * do part of the work a commit asks for (with asynchronous commit the WAL writer flushes what a
+ * backend would have). Backends of other databases (a test run beside it) do not count. Postgres must
+ * run on this machine; on another one this counts nothing.
  */
-function postgresProcessCpu(): Map<number, number> {
-  const cpu = new Map<number, number>();
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() !== 'postgres') continue;
-    } catch {
-      continue; // gone meanwhile
-    }
-    cpu.set(Number(entry), processCpuMs(Number(entry)));
-  }
-  return cpu;
+let statsClient: pg.Client | undefined;
+async function postgresProcessCpu(): Promise<Map<number, number>> {
+  const { rows } = await statsClient!.query<{ pid: number }>(
+    `select pid from pg_stat_activity where datname = $1 or backend_type <> 'client backend'`,
+    [databaseName],
+  );
+  return new Map(rows.map((row) => [row.pid, processCpuMs(row.pid)]));
 }
 
 /** Starts counting CPU time; the returned function stops and tells what was spent. */
 async function startCpuMeter(poolPid?: number): Promise<() => Promise<CpuSpent>> {
   const bench = process.cpuUsage();
   const pool = poolPid ? processCpuMs(poolPid) : 0;
-  const postgres = postgresProcessCpu();
+  const postgres = await postgresProcessCpu();
   return async () => {
     const benchSpent = process.cpuUsage(bench);
     let postgresMs = 0;
     // A backend that connected during the measurement counts from zero.
-    for (const [pid, cpuMs] of postgresProcessCpu()) postgresMs += cpuMs - (postgres.get(pid) ?? 0);
+    for (const [pid, cpuMs] of await postgresProcessCpu()) postgresMs += cpuMs - (postgres.get(pid) ?? 0);
     return {
       benchMs: (benchSpent.user + benchSpent.system) / 1000,
       poolProcessMs: poolPid ? processCpuMs(poolPid) - pool : 0,
@@ -319,7 +315,7 @@ function printTable(): void {
       '\ngraphile-worker: one job = claim + run a task that completes at once + complete, as a library talking to' +
       '\nPostgres directly (no network hop, no fencing, reclaim after its 4 h lock timeout); two statements, both' +
       '\ncommitting synchronously (the server default it keeps).' +
-      '\npostgres cpu: every postgres process on this machine (backends, WAL writer, ...): run it on a quiet box.',
+      '\npostgres cpu: the backends of the benchmark database and the server processes (WAL writer, checkpointer...).',
   );
 }
 
@@ -329,6 +325,8 @@ const url = new URL(baseUrl);
 url.pathname = `/${databaseName}`;
 const databaseUrl = url.toString();
 
+statsClient = new pg.Client({ connectionString: baseUrl });
+await statsClient.connect();
 const rows: Row[] = [];
 const running: Array<{ placement: Placement; pool: RunningPool; agentType: string }> = [];
 try {
@@ -367,6 +365,7 @@ try {
   printTable();
 } finally {
   for (const { pool } of running) await pool.stop();
+  await statsClient.end();
   // Dropping the database ends any connection a library left idle; that is expected here.
   process.on('uncaughtException', (error: Error & { code?: string }) => {
     if (error.code !== '57P01') throw error;

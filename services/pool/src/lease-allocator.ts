@@ -54,7 +54,7 @@ export class LeaseAllocator {
     const { repository } = this.options;
     // A retried request id needs no look-up first: granting inserts the request id, whose unique
     // index sends a retry to the lease it already got. Only a retry that finds no free slot must look.
-    const granted = await repository.tryAcquire(spec, null);
+    const granted = await repository.tryAcquireFirst(spec);
     if (granted) return granted;
     if (spec.requestId) {
       const earlier = await repository.findLeaseByRequestId(spec.requestId);

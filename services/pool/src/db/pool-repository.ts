@@ -59,7 +59,7 @@ function violatedForeignKey(error: unknown): boolean {
 }
 
 /** Milliseconds after the statement's database clock, as a timestamptz expression. */
-function fromNow(milliseconds: number | Placeholder): SQL {
+function fromNow(milliseconds: number | Placeholder | SQL): SQL {
   return sql`statement_timestamp() + (${milliseconds}::double precision * interval '1 millisecond')`;
 }
 
@@ -124,37 +124,45 @@ const placeholder = (name: string) => sql.placeholder(name);
  * answers with a row without a lease, so the caller looks again. It commits synchronously (the session's setting): a granted lease and its epoch must survive a
  * database crash, or a slot and an epoch could be handed out twice.
  */
+/** The want of a grant statement, as placeholders. */
+const wantedFit = fitOf({
+  agentId: sql`${placeholder('agentId')}::text`,
+  capability: sql`${placeholder('capability')}::text`,
+  agentType: sql`${placeholder('agentType')}::text`,
+});
+
+/**
+ * The best `limit` slots free to a request (see grantLease), locked. Slots of one agent are
+ * interchangeable: random ones, so that concurrent grants do not all race for the lowest free slot.
+ */
+function freeSlots(waiterSeq: SQL, limit: SQL): SQL {
+  return sql`
+    select s.agent_id, s.slot_no
+    from pool.agent_slots s
+    join pool.agents a on a.id = s.agent_id
+    where a.enabled
+      and s.slot_no < a.concurrency
+      and ${wantedFit} is not null
+      and not exists (
+        select 1 from pool.agent_leases l
+        where l.agent_id = s.agent_id and l.slot_no = s.slot_no
+          and l.ended_at is null and l.expires_at > statement_timestamp())
+      and not exists (
+        select 1 from pool.lease_waiters w
+        where w.alive_until > statement_timestamp()
+          and (${waiterSeq} is null or w.seq < ${waiterSeq})
+          and ${fitOfWaiter} is not null)
+    order by ${wantedFit}, a.name, random()
+    limit ${limit}
+    for update of s skip locked`;
+}
+
 const grantLease = (() => {
-  const fit = fitOf({
-    agentId: sql`${placeholder('agentId')}::text`,
-    capability: sql`${placeholder('capability')}::text`,
-    agentType: sql`${placeholder('agentType')}::text`,
-  });
   const waiterSeq = sql`${placeholder('waiterSeq')}::bigint`;
   return hotStatement(
     'pool_grant_lease',
     sql`
-      with slot as (
-        select s.agent_id, s.slot_no
-        from pool.agent_slots s
-        join pool.agents a on a.id = s.agent_id
-        where a.enabled
-          and s.slot_no < a.concurrency
-          and ${fit} is not null
-          and not exists (
-            select 1 from pool.agent_leases l
-            where l.agent_id = s.agent_id and l.slot_no = s.slot_no
-              and l.ended_at is null and l.expires_at > statement_timestamp())
-          and not exists (
-            select 1 from pool.lease_waiters w
-            where w.alive_until > statement_timestamp()
-              and (${waiterSeq} is null or w.seq < ${waiterSeq})
-              and ${fitOfWaiter} is not null)
-        -- Slots of one agent are interchangeable: a random one, so that concurrent grants do not all
-        -- race for the lowest free slot and lose to the unique index.
-        order by ${fit}, a.name, random()
-        limit 1
-        for update of s skip locked),
+      with slot as (${freeSlots(waiterSeq, sql`1`)}),
       granted as (
         insert into pool.agent_leases
           (id, agent_id, slot_no, work_type, work_id, project_id, request_id, acquired_at, expires_at)
@@ -176,6 +184,39 @@ const grantLease = (() => {
       select null, null from slot where not exists (select 1 from granted)`,
   );
 })();
+
+/**
+ * Many first tries of Acquire with the same want (agent, capability, type) in one statement: up to
+ * one free slot each, handed out in request order, one commit for all (see StatementBatcher). A
+ * request that got a slot but no lease (a lost race, a request id seen before) is tried again alone,
+ * with grantLease's handling; one past the number of slots picked found none free. Only requests that have not queued are
+ * batched: each of them yields to every live waiter, so their order among themselves is all that is
+ * left to choose, and arrival order it is.
+ */
+const grantLeases = hotStatement(
+  'pool_grant_leases',
+  sql`
+    with wanted as (
+      select * from unnest(${placeholder('leaseIds')}::text[], ${placeholder('workTypes')}::text[],
+                           ${placeholder('workIds')}::text[], ${placeholder('projectIds')}::text[],
+                           ${placeholder('requestIds')}::text[], ${placeholder('ttlMs')}::double precision[])
+        with ordinality as w(lease_id, work_type, work_id, project_id, request_id, ttl_ms, n)),
+    picked as (${freeSlots(sql`null::bigint`, sql`${placeholder('count')}::int`)}),
+    slot as (select agent_id, slot_no, row_number() over () as n from picked),
+    granted as (
+      insert into pool.agent_leases
+        (id, agent_id, slot_no, work_type, work_id, project_id, request_id, acquired_at, expires_at)
+      select wanted.lease_id, slot.agent_id, slot.slot_no, wanted.work_type, wanted.work_id, wanted.project_id,
+             wanted.request_id, statement_timestamp(), ${fromNow(sql`wanted.ttl_ms`)}
+      from wanted join slot on slot.n = wanted.n
+      on conflict do nothing
+      returning *)
+    select row_to_json(granted) as lease, row_to_json(a) as agent, null::bigint as picked
+    from granted join pool.agents a on a.id = granted.agent_id
+    union all
+    -- How many slots were picked: requests past that number found none free (no second look).
+    select null, null, (select count(*) from slot)`,
+);
 
 /**
  * The release, of one lease or of many at once (see `StatementBatcher`): ends each lease whose holder
@@ -290,6 +331,9 @@ export class PoolRepository {
   private readonly textStatements: TextStatementClient;
   private readonly releaseCommitMode: string | null;
   private readonly releases: StatementBatcher<{ leaseId: string; epoch: number }, ReleaseOutcome>;
+  /** First tries of Acquire in flight, batched per want; a want's batcher goes when it is idle. */
+  private readonly firstGrants = new Map<string, StatementBatcher<AcquireSpec, LeaseWithAgent | undefined>>();
+  private readonly statementsInFlight: number;
 
   constructor(
     private readonly db: Database<typeof schema>,
@@ -298,12 +342,10 @@ export class PoolRepository {
     this.namedStatements = namedStatementClient(db);
     this.textStatements = (db as unknown as { $client: TextStatementClient }).$client;
     this.releaseCommitMode = options.releaseSynchronousCommit === false ? 'off' : null;
-    // Half the connections at most for releases in flight, so grants always find some.
-    this.releases = new StatementBatcher(
-      (requests) => this.releaseBatch(requests),
-      Math.max(1, Math.floor((options.maxConnections ?? 1) / 2)),
-      256,
-    );
+    // Half the connections at most for the statements of one kind in flight, so the other kind
+    // always finds some.
+    this.statementsInFlight = Math.max(1, Math.floor((options.maxConnections ?? 1) / 2));
+    this.releases = new StatementBatcher((requests) => this.releaseBatch(requests), this.statementsInFlight, 256);
   }
 
   /**
@@ -422,6 +464,60 @@ export class PoolRepository {
       .innerJoin(agents, eq(agents.id, agentLeases.agentId))
       .where(eq(agentLeases.requestId, requestId));
     return row;
+  }
+
+  /**
+   * A request's first try, before it queues: with others of the same want that arrive while such
+   * statements are in flight, in one statement (grantLeases); alone otherwise.
+   */
+  async tryAcquireFirst(spec: AcquireSpec): Promise<LeaseWithAgent | undefined> {
+    const want = `${spec.agentId}\u0000${spec.capability}\u0000${spec.agentType}`;
+    let batcher = this.firstGrants.get(want);
+    if (!batcher) {
+      batcher = new StatementBatcher(
+        (specs) => this.grantBatch(specs),
+        this.statementsInFlight,
+        256,
+        () => this.firstGrants.delete(want),
+      );
+      this.firstGrants.set(want, batcher);
+    }
+    return batcher.submit(spec);
+  }
+
+  private async grantBatch(specs: AcquireSpec[]): Promise<Array<LeaseWithAgent | undefined>> {
+    if (specs.length === 1) return [await this.tryAcquire(specs[0]!, null)];
+    const leaseIds = specs.map(() => newId('lse'));
+    const [first] = specs;
+    const rows = await this.runHot<{
+      lease: Record<string, unknown> | null;
+      agent: Record<string, unknown> | null;
+      picked: string | number | null;
+    }>(grantLeases, {
+      agentId: first!.agentId,
+      capability: first!.capability,
+      agentType: first!.agentType,
+      count: specs.length,
+      leaseIds,
+      workTypes: specs.map((spec) => spec.workType),
+      workIds: specs.map((spec) => spec.workId),
+      projectIds: specs.map((spec) => spec.projectId),
+      requestIds: specs.map((spec) => spec.requestId || null),
+      ttlMs: specs.map((spec) => spec.ttlMs),
+    });
+    const granted = new Map<string, LeaseWithAgent>();
+    let picked = 0;
+    for (const row of rows) {
+      if (row.lease && row.agent) granted.set(String(row.lease.id), { lease: leaseFromJson(row.lease), agent: agentFromJson(row.agent) });
+      else picked = Number(row.picked);
+    }
+    return Promise.all(
+      specs.map(async (spec, index) => {
+        const lease = granted.get(leaseIds[index]!);
+        if (lease) return lease;
+        return index < picked ? this.tryAcquire(spec, null) : undefined;
+      }),
+    );
   }
 
   /**

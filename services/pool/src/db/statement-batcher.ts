@@ -14,6 +14,8 @@ export class StatementBatcher<Request, Result> {
     private readonly runBatch: (requests: Request[]) => Promise<Result[]>,
     private readonly maxInFlight: number,
     private readonly maxBatch: number,
+    /** Called when the last statement finishes with nothing queued (the owner may drop this batcher). */
+    private readonly onIdle?: () => void,
   ) {}
 
   submit(request: Request): Promise<Result> {
@@ -35,6 +37,7 @@ export class StatementBatcher<Request, Result> {
         .finally(() => {
           this.inFlight--;
           this.flush();
+          if (this.inFlight === 0) this.onIdle?.();
         });
     }
   }

@@ -219,8 +219,11 @@ if (!binaryFound) {
       expect(result).toMatchObject({ success: false, errorKind: 'budget' });
       expect(result.errorMessage).toMatch(/budget of 1000 micro-USD/);
       expect(result.inputTokens).toBeGreaterThan(500);
-      // Without the stop this loop would go on until the CLI's own limits.
-      expect(fake.requests.slice(before).filter((request) => request.hasTools).length).toBeLessThan(10);
+      // Without the stop this loop would go on until the run's time limit (and end as a timeout). The
+      // adapter reads usage from the CLI's event log every 200 ms, and the fake answers at once, so on
+      // a quiet machine the stop lands after a few calls; a loaded one (measured: 18 under a benchmark
+      // beside CI) lets more through, never hundreds.
+      expect(fake.requests.slice(before).filter((request) => request.hasTools).length).toBeLessThan(60);
     });
 
     it('passes an MCP config file and removes its scratch files when the run ends', async () => {

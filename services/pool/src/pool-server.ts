@@ -30,7 +30,7 @@ export async function startPool({ config, logger }: StartPoolOptions) {
   });
   const repository = new PoolRepository(database.db, {
     releaseSynchronousCommit: config.POOL_RELEASE_SYNCHRONOUS_COMMIT,
-    maxConnections: (config.POOL_DATABASE_URL ?? config.DATABASE_URL) ? config.POOL_DATABASE_MAX_CONNECTIONS : 1,
+    batchAfterInFlight: config.POOL_BATCH_AFTER_IN_FLIGHT,
   });
 
   // What a pool process leaves behind when it dies is its queued Acquire calls (leases belong to their

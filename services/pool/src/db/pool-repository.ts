@@ -321,8 +321,11 @@ export interface PoolRepositoryOptions {
    * the WAL is flushed in order. Grants, renewals and everything else always commit synchronously.
    */
   releaseSynchronousCommit?: boolean;
-  /** The connections the database client opens at most (1 on PGlite): statements run at once are bounded by it. */
-  maxConnections?: number;
+  /**
+   * Statements of one kind (grants of one want, releases) run at once before further requests wait to
+   * go out together in one statement (see StatementBatcher); default 2.
+   */
+  batchAfterInFlight?: number;
 }
 
 /** Every SQL statement of the pool. */
@@ -342,9 +345,7 @@ export class PoolRepository {
     this.namedStatements = namedStatementClient(db);
     this.textStatements = (db as unknown as { $client: TextStatementClient }).$client;
     this.releaseCommitMode = options.releaseSynchronousCommit === false ? 'off' : null;
-    // Half the connections at most for the statements of one kind in flight, so the other kind
-    // always finds some.
-    this.statementsInFlight = Math.max(1, Math.floor((options.maxConnections ?? 1) / 2));
+    this.statementsInFlight = options.batchAfterInFlight ?? 2;
     this.releases = new StatementBatcher((requests) => this.releaseBatch(requests), this.statementsInFlight, 256);
   }
 

@@ -310,8 +310,9 @@ function printTable(): void {
   console.log(
     '\nactor pool: one cycle = Acquire (wait, fencing epoch, database-clock deadline) + Release to the pool service,' +
       '\nas two operations on one LeaseSession stream (how execution calls it) or as two unary gRPC calls; the pool' +
-      '\nin its own process or in this one; two statements, each its own transaction: the grant commits' +
-      '\nsynchronously (waits for the WAL flush), the release by default does not (POOL_RELEASE_SYNCHRONOUS_COMMIT).' +
+      '\nin its own process or in this one; a grant and a release statement: the grant commits synchronously (waits' +
+      '\nfor the WAL flush), the release by default does not (POOL_RELEASE_SYNCHRONOUS_COMMIT); grants (of one want)' +
+      '\nand releases that arrive while POOL_BATCH_AFTER_IN_FLIGHT statements of their kind run go out together.' +
       '\ngraphile-worker: one job = claim + run a task that completes at once + complete, as a library talking to' +
       '\nPostgres directly (no network hop, no fencing, reclaim after its 4 h lock timeout); two statements, both' +
       '\ncommitting synchronously (the server default it keeps).' +

@@ -23,7 +23,7 @@ import { addressSetting, commonSettings, defaultAddresses, integerSetting, loadC
  *   Waiting for the flush costs one disk sync per release (~4 ms on this project's machines).
  * - `POOL_BATCH_AFTER_IN_FLIGHT`: how many grant statements (per want) and release statements may run at
  *   once before further requests of that kind wait for one to finish and then go out together in one
- *   statement and one commit, default 2. Idle, every request goes out at once; busy, fewer statements and
+ *   statement and one commit, default 1. Idle, every request goes out at once; busy, fewer statements and
  *   commits serve the same requests (the pool's rate at 16-64 concurrent callers rests on this).
  * - `POOL_INSTANCE_ID`: this process's name in `pool.pool_instances`, default `<hostname>:<pid>:<random>`.
  *   Give each replica a stable one (a StatefulSet pod name) and a restarted replica drops the queued
@@ -47,7 +47,7 @@ export const poolConfigSchema = z.object({
   POOL_SWEEP_INTERVAL_MS: integerSetting(5_000).pipe(z.number().min(100, 'must be at least 100')),
   POOL_DATABASE_MAX_CONNECTIONS: integerSetting(10).pipe(z.number().min(1, 'must be at least 1')),
   POOL_RELEASE_SYNCHRONOUS_COMMIT: booleanSetting(false),
-  POOL_BATCH_AFTER_IN_FLIGHT: integerSetting(2).pipe(z.number().min(1, 'must be at least 1')),
+  POOL_BATCH_AFTER_IN_FLIGHT: integerSetting(1).pipe(z.number().min(1, 'must be at least 1')),
   POOL_INSTANCE_ID: optionalSetting(),
 });
 

@@ -323,7 +323,7 @@ export interface PoolRepositoryOptions {
   releaseSynchronousCommit?: boolean;
   /**
    * Statements of one kind (grants of one want, releases) run at once before further requests wait to
-   * go out together in one statement (see StatementBatcher); default 2.
+   * go out together in one statement (see StatementBatcher); default 1.
    */
   batchAfterInFlight?: number;
 }
@@ -345,7 +345,7 @@ export class PoolRepository {
     this.namedStatements = namedStatementClient(db);
     this.textStatements = (db as unknown as { $client: TextStatementClient }).$client;
     this.releaseCommitMode = options.releaseSynchronousCommit === false ? 'off' : null;
-    this.statementsInFlight = options.batchAfterInFlight ?? 2;
+    this.statementsInFlight = options.batchAfterInFlight ?? 1;
     this.releases = new StatementBatcher((requests) => this.releaseBatch(requests), this.statementsInFlight, 256);
   }
 

@@ -30,6 +30,11 @@ export interface DatabaseOptions<Schema extends Record<string, unknown>> {
   logger?: Logger;
   /** Pool size with Postgres; default 10. */
   maxConnections?: number;
+  /**
+   * Postgres settings for every connection of this service (sent at connect, as `-c name=value`);
+   * ignored on PGlite. E.g. `plan_cache_mode`.
+   */
+  sessionSettings?: Record<string, string>;
 }
 
 export interface OpenDatabase<Schema extends Record<string, unknown>> {
@@ -59,7 +64,12 @@ export async function openDatabase<Schema extends Record<string, unknown>>(
     migrationsTable: `__${options.service}_migrations`,
   };
   if (options.databaseUrl) {
-    const pool = new pg.Pool({ connectionString: options.databaseUrl, max: options.maxConnections ?? 10 });
+    const settings = Object.entries(options.sessionSettings ?? {}).map(([name, value]) => `-c ${name}=${value}`);
+    const pool = new pg.Pool({
+      connectionString: options.databaseUrl,
+      max: options.maxConnections ?? 10,
+      ...(settings.length > 0 ? { options: settings.join(' ') } : {}),
+    });
     // Only the message and code: a pg error carries its whole client object, which would flood the log.
     pool.on('error', (error: Error & { code?: string }) =>
       options.logger?.warn({ code: error.code, message: error.message }, 'idle postgres client error'),

@@ -158,8 +158,12 @@ describe('actor run on the demo backends, with nothing configured', { timeout: s
 
   it('keeps the work on the backends named with --backend', async () => {
     const run = await actor(['run', '--json', '--backend', 'demo:alpha-pro', 'Summarise the plot of Hamlet']);
-    expect(run.code).toBe(0);
-    const answer = JSON.parse(run.stdout) as { attempts: Array<{ backend: string }> };
+    // A demo backend's draws follow the run's random execution id: now and then alpha-pro's answer is
+    // flawed and the judge rejects it, and with no other backend allowed there is nothing to escalate
+    // to, so the run fails (exit 1). Either way the work stays on the named backend.
+    const answer = JSON.parse(run.stdout) as { state: string; attempts: Array<{ backend: string }> };
+    expect([0, 1]).toContain(run.code);
+    expect(answer.state).toBe(run.code === 0 ? 'succeeded' : 'failed');
     expect(answer.attempts.map((attempt) => attempt.backend)).toEqual(['demo:alpha-pro']);
   });
 

@@ -1,0 +1,98 @@
+/**
+ * What a lease session's transport alone allows: acquire -> release cycles over one LeaseSession stream
+ * (the pool's own server code and client) against a server in another process whose operations answer
+ * at once, without a database. The floor under `lease-benchmark.ts`'s session rows: at 1 worker a cycle
+ * cannot be faster than this, whatever the database does.
+ *
+ *   npx tsx bench/lease/session-transport.ts
+ *   SECONDS_PER_LEVEL=3 LEVELS=1,16,64 npx tsx bench/lease/session-transport.ts
+ */
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { createClient, createLogger, startGrpcServer } from '@actor/kit';
+import { PoolServiceDefinition, type Lease, type PoolServiceImplementation } from '@actor/proto/pool';
+import { LeaseSessionClient } from '../../services/pool/src/client/lease-session-client.js';
+import { createLeaseSession } from '../../services/pool/src/lease-session.js';
+import { freePort } from '../../scripts/platform.js';
+
+const levels = (process.env.LEVELS ?? '1,16,64').split(',').map(Number);
+const secondsPerLevel = Number(process.env.SECONDS_PER_LEVEL ?? 3);
+
+if (process.argv[2] === 'server') {
+  const now = new Date();
+  const lease: Lease = {
+    id: 'lse_transport',
+    agent: {
+      id: 'agt_transport',
+      name: 'transport',
+      description: 'answers at once',
+      agentType: 'transport',
+      capabilities: ['*'],
+      configurationJson: '{}',
+      enabled: true,
+      concurrency: 1,
+      createTime: now,
+      updateTime: now,
+    },
+    epoch: 1,
+    workType: 'task',
+    workId: 'tsk_transport',
+    projectId: 'prj_bench',
+    acquireTime: now,
+    expireTime: now,
+  };
+  const logger = createLogger('transport', 'silent');
+  const unimplemented = async () => {
+    throw new Error('not served by this benchmark');
+  };
+  await startGrpcServer({
+    name: 'transport',
+    address: process.argv[3]!,
+    logger,
+    serviceNames: [PoolServiceDefinition.fullName],
+    register: (server, shutdownSignal) => {
+      const methods = Object.fromEntries(Object.keys(PoolServiceDefinition.methods).map((name) => [name, unimplemented]));
+      const leaseSession = createLeaseSession({
+        operations: {
+          acquire: async () => ({ lease }),
+          renew: async () => ({ lease }),
+          release: async () => ({ released: true }),
+        },
+        logger,
+        shutdownSignal,
+      });
+      server.add(PoolServiceDefinition, { ...methods, leaseSession } as unknown as PoolServiceImplementation);
+    },
+  });
+  process.stdout.write('ready\n');
+} else {
+  const address = `127.0.0.1:${await freePort()}`;
+  const server = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), 'server', address], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  await new Promise((resolve) => server.stdout!.once('data', resolve));
+  const client = new LeaseSessionClient(createClient(PoolServiceDefinition, address));
+  console.log('| workers | cycles per second | client cpu ms/cycle |');
+  console.log('| ---: | ---: | ---: |');
+  for (const workers of levels) {
+    const stopAt = performance.now() + secondsPerLevel * 1000;
+    const startedAt = performance.now();
+    const cpuBefore = process.cpuUsage();
+    let cycles = 0;
+    await Promise.all(
+      Array.from({ length: workers }, async () => {
+        while (performance.now() < stopAt) {
+          const { lease } = await client.acquire({ workType: 'task', workId: 'tsk_transport', projectId: 'prj_bench' });
+          await client.release({ leaseId: lease!.id, epoch: lease!.epoch });
+          cycles++;
+        }
+      }),
+    );
+    const elapsedSeconds = (performance.now() - startedAt) / 1000;
+    const cpu = process.cpuUsage(cpuBefore);
+    console.log(`| ${workers} | ${Math.round(cycles / elapsedSeconds)} | ${((cpu.user + cpu.system) / 1000 / cycles).toFixed(3)} |`);
+  }
+  client.close();
+  server.kill();
+  process.exit(0);
+}

@@ -161,6 +161,8 @@ function decisionTime(): void {
         latenciesMs: Array.from({ length: 50 }, (_, sample) => 500 + ((index * 37 + sample * 101) % 4_000)),
         costSamples: 100,
         totalCostMicroUsd: 100 * (1_000 + index * 10),
+        recentCostSamples: 50,
+        recentCostMicroUsd: 50 * (1_000 + index * 10),
       },
     ]),
   );

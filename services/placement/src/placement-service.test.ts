@@ -6,6 +6,7 @@ import { Status } from 'nice-grpc';
 import { createClient, createLogger, sleep } from '@actor/kit';
 import { rejection, testDatabase } from '@actor/kit/testing';
 import { Mode, PlacementServiceDefinition, Purpose, type PlaceRequest } from '@actor/proto/placement';
+import { COST_WINDOW } from './domain/signal-update.js';
 import { RegistryServiceDefinition, TrustClass, type Adapter } from '@actor/proto/registry';
 import { loadRegistryConfig } from '../../registry/src/config.js';
 import { startRegistry } from '../../registry/src/registry-server.js';
@@ -339,8 +340,10 @@ describe('PlacementService over gRPC, with a real registry', () => {
       Array.from({ length: 10 }, () => report('demo:beta-fast', 'general', { success: true, verified: true, latencyMs: 100 })),
     );
     const { signals } = await client.getSignals({ backend: 'demo:beta-fast', taskClass: 'general' });
-    // Two work outcomes of 11 verified out of 11, on a tier-2 prior (0.65 x 4).
-    expect(signals[0]).toMatchObject({ samples: 12, successes: 12, verifiedSuccesses: 11, meanCostMicroUsd: 500 });
+    // Two work outcomes of 11 verified out of 11, on a tier-2 prior (0.65 x 4). Two costs (900, then
+    // 100), the older weighed by 1 - 1/COST_WINDOW.
+    const decay = 1 - 1 / COST_WINDOW;
+    expect(signals[0]).toMatchObject({ samples: 12, successes: 12, verifiedSuccesses: 11, meanCostMicroUsd: Math.round((900 * decay + 100) / (decay + 1)) });
     expect(signals[0]!.successEstimate).toBeCloseTo((0.65 * 4 + 11) / (4 + 11));
     const all = await client.getSignals({});
     expect(all.signals.length).toBeGreaterThan(1);

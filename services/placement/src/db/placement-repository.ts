@@ -120,6 +120,8 @@ export class PlacementRepository {
           latenciesMs: next.latenciesMs,
           costSamples: next.costSamples,
           totalCostMicroUsd: next.totalCostMicroUsd,
+          recentCostSamples: next.recentCostSamples,
+          recentCostMicroUsd: next.recentCostMicroUsd,
           consecutiveFailures: next.consecutiveFailures,
           openedAt: next.openedAt,
           probeStartedAt: next.probeStartedAt,

@@ -43,6 +43,8 @@ export const signals = placement.table(
     /** Outcomes that reported a cost, and their sum in micro-USD: the measured mean cost. */
     costSamples: bigint('cost_samples', { mode: 'number' }).notNull().default(0),
     totalCostMicroUsd: bigint('total_cost_micro_usd', { mode: 'number' }).notNull().default(0),
+    recentCostSamples: doublePrecision('recent_cost_samples').notNull().default(0),
+    recentCostMicroUsd: doublePrecision('recent_cost_micro_usd').notNull().default(0),
     consecutiveFailures: integer('consecutive_failures').notNull().default(0),
     /** When the circuit opened; null while closed. */
     openedAt: timestamp('opened_at', { withTimezone: true }),

@@ -44,8 +44,8 @@ describe('estimate', () => {
   });
 
   it('caps the expected cost by the measured mean cost', () => {
-    expect(estimateOf(cheap, signal('cheap', { costSamples: 2, totalCostMicroUsd: 1_000 })).expectedCostMicroUsd).toBe(500);
-    expect(estimateOf(cheap, signal('cheap', { costSamples: 2, totalCostMicroUsd: 9_000 })).expectedCostMicroUsd).toBe(1_500);
+    expect(estimateOf(cheap, signal('cheap', { recentCostSamples: 2, recentCostMicroUsd: 1_000 })).expectedCostMicroUsd).toBe(500);
+    expect(estimateOf(cheap, signal('cheap', { recentCostSamples: 2, recentCostMicroUsd: 9_000 })).expectedCostMicroUsd).toBe(1_500);
   });
 
   it('uses the observed median latency, else 1 s per tier capped by the timeout', () => {

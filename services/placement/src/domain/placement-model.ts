@@ -54,6 +54,13 @@ export interface SignalState {
   latenciesMs: number[];
   costSamples: number;
   totalCostMicroUsd: number;
+  /**
+   * Cost samples and their sum, exponentially weighted (each new sample first multiplies both by
+   * 1 - 1/COST_WINDOW): the measured cost per call is their ratio, so a price change is learned within
+   * about COST_WINDOW calls instead of being averaged over the backend's whole history.
+   */
+  recentCostSamples: number;
+  recentCostMicroUsd: number;
   consecutiveFailures: number;
   openedAt: Date | null;
   probeStartedAt: Date | null;

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { circuitState } from './circuit-breaker.js';
 import type { SignalState } from './placement-model.js';
 import { successEstimate } from './objectives.js';
-import { LATENCY_WINDOW, SUCCESS_WINDOW, applyOutcome, emptySignal, meanCost, percentile, type Outcome } from './signal-update.js';
+import { COST_WINDOW, LATENCY_WINDOW, SUCCESS_WINDOW, applyOutcome, emptySignal, meanCost, percentile, type Outcome } from './signal-update.js';
 
 const start = new Date('2030-01-01T00:00:00Z');
 const cooldownMs = 30_000;
@@ -23,8 +23,22 @@ describe('applyOutcome', () => {
     expect(signal).toMatchObject({ samples: 3, successes: 2, verifiedSuccesses: 1, workSamples: 3, latenciesMs: [100, 300, 2_000] });
     expect(signal.recentWork).toBeCloseTo(0.99 * 0.99 + 0.99 + 1);
     expect(signal.recentVerified).toBeCloseTo(0.99 * 0.99);
-    expect(meanCost(signal)).toBe(100);
+    // Recent calls weigh more: the older one counts 1 - 1/COST_WINDOW of the newer.
+    expect(meanCost(signal)).toBe(Math.round((50 * (1 - 1 / COST_WINDOW) + 150) / (1 - 1 / COST_WINDOW + 1)));
     expect(signal.updatedAt).toEqual(at(3));
+  });
+
+  it('measures cost per call over recent calls, so a price change is learned within the window', () => {
+    let signal = emptySignal('a', 'research', start);
+    for (let call = 0; call < 200; call++) signal = applyOutcome(signal, { ...success, costMicroUsd: 1_000 }, at(call), cooldownMs);
+    expect(meanCost(signal)).toBe(1_000);
+    // The backend's prices triple.
+    for (let call = 0; call < COST_WINDOW; call++) signal = applyOutcome(signal, { ...success, costMicroUsd: 3_000 }, at(200 + call), cooldownMs);
+    const allTime = signal.totalCostMicroUsd / signal.costSamples;
+    expect(allTime).toBe(1_400);
+    expect(meanCost(signal)).toBeGreaterThan(2_200);
+    for (let call = 0; call < 3 * COST_WINDOW; call++) signal = applyOutcome(signal, { ...success, costMicroUsd: 3_000 }, at(300 + call), cooldownMs);
+    expect(meanCost(signal)).toBeGreaterThan(2_900);
   });
 
   it('counts a judge call toward the judge backend success only, never as a verified answer', () => {

@@ -12,6 +12,10 @@ export const LATENCY_WINDOW = 50;
 export const SUCCESS_WINDOW = 100;
 const SUCCESS_DECAY = 1 - 1 / SUCCESS_WINDOW;
 
+/** The effective window of the measured cost per call, in calls (as SUCCESS_WINDOW is for outcomes). */
+export const COST_WINDOW = 50;
+const COST_DECAY = 1 - 1 / COST_WINDOW;
+
 /** One reported attempt or judge call. */
 export interface Outcome {
   success: boolean;
@@ -37,6 +41,8 @@ export function emptySignal(backend: string, taskClass: string, now: Date): Sign
     latenciesMs: [],
     costSamples: 0,
     totalCostMicroUsd: 0,
+    recentCostSamples: 0,
+    recentCostMicroUsd: 0,
     consecutiveFailures: 0,
     openedAt: null,
     probeStartedAt: null,
@@ -66,6 +72,8 @@ export function applyOutcome(signal: SignalState, outcome: Outcome, now: Date, c
   if (outcome.costMicroUsd > 0) {
     next.costSamples = signal.costSamples + 1;
     next.totalCostMicroUsd = signal.totalCostMicroUsd + outcome.costMicroUsd;
+    next.recentCostSamples = signal.recentCostSamples * COST_DECAY + 1;
+    next.recentCostMicroUsd = signal.recentCostMicroUsd * COST_DECAY + outcome.costMicroUsd;
   }
   if (outcome.success) {
     next.consecutiveFailures = 0;
@@ -128,7 +136,10 @@ function selectSmallest(items: Float64Array, count: number, k: number): number {
   return items[k]!;
 }
 
-/** Mean measured cost per call, in micro-USD; undefined before any cost was reported. */
-export function meanCost(signal: Pick<SignalState, 'costSamples' | 'totalCostMicroUsd'>): number | undefined {
-  return signal.costSamples > 0 ? Math.round(signal.totalCostMicroUsd / signal.costSamples) : undefined;
+/**
+ * Measured cost per call over the recent calls (see SignalState.recentCostSamples), in micro-USD;
+ * undefined before any cost was reported.
+ */
+export function meanCost(signal: Pick<SignalState, 'recentCostSamples' | 'recentCostMicroUsd'>): number | undefined {
+  return signal.recentCostSamples > 0 ? Math.round(signal.recentCostMicroUsd / signal.recentCostSamples) : undefined;
 }

@@ -303,7 +303,10 @@ export interface BackendSignal {
   latencyP50Ms: number;
   /** Latency 95th percentile over the recent window, in milliseconds. */
   latencyP95Ms: number;
-  /** Mean measured cost per call, in micro-USD. */
+  /**
+   * Measured cost per call over the recent calls (exponentially weighted, window ~50 calls, so a price
+   * change shows within about that many calls), in micro-USD.
+   */
   meanCostMicroUsd: number;
   /** `closed`, `open` or `half-open`. */
   circuitState: string;

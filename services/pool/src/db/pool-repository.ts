@@ -112,18 +112,6 @@ function hotStatement(name: string, query: SQL): HotStatement {
 
 const placeholder = (name: string) => sql.placeholder(name);
 
-/**
- * The grant: lock the best free slot, insert the lease, and (for a queued request) leave the queue,
- * in one statement, so a grant costs one round trip. A slot is free when no active lease holds it;
- * it is free *to this request* only when no older live waiter could use it (`waiterSeq` is this
- * request's place in the queue; null for a request that has not queued, which yields to every live
- * waiter). The slot row lock (SKIP LOCKED) keeps concurrent Acquires from choosing the same slot
- * while both run; one that started before another's grant committed can still pick that slot once
- * its lock is gone (its snapshot does not show the new lease), and the unique index on active leases
- * per slot is what makes that double grant impossible: the insert does nothing, and the statement
- * answers with a row without a lease, so the caller looks again. It commits synchronously (the session's setting): a granted lease and its epoch must survive a
- * database crash, or a slot and an epoch could be handed out twice.
- */
 /** The want of a grant statement, as placeholders. */
 const wantedFit = fitOf({
   agentId: sql`${placeholder('agentId')}::text`,
@@ -157,6 +145,19 @@ function freeSlots(waiterSeq: SQL, limit: SQL): SQL {
     for update of s skip locked`;
 }
 
+/**
+ * The grant: lock the best free slot, insert the lease, and (for a queued request) leave the queue,
+ * in one statement, so a grant costs one round trip. A slot is free when no active lease holds it;
+ * it is free *to this request* only when no older live waiter could use it (`waiterSeq` is this
+ * request's place in the queue; null for a request that has not queued, which yields to every live
+ * waiter). The slot row lock (SKIP LOCKED) keeps concurrent Acquires from choosing the same slot
+ * while both run; one that started before another's grant committed can still pick that slot once
+ * its lock is gone (its snapshot does not show the new lease), and the unique index on active leases
+ * per slot is what makes that double grant impossible: the insert does nothing, and the statement
+ * answers with a row without a lease, so the caller looks again. It commits synchronously (the
+ * session's setting): a granted lease and its epoch must survive a database crash, or a slot and an
+ * epoch could be handed out twice.
+ */
 const grantLease = (() => {
   const waiterSeq = sql`${placeholder('waiterSeq')}::bigint`;
   return hotStatement(
@@ -189,9 +190,9 @@ const grantLease = (() => {
  * Many first tries of Acquire with the same want (agent, capability, type) in one statement: up to
  * one free slot each, handed out in request order, one commit for all (see StatementBatcher). A
  * request that got a slot but no lease (a lost race, a request id seen before) is tried again alone,
- * with grantLease's handling; one past the number of slots picked found none free. Only requests that have not queued are
- * batched: each of them yields to every live waiter, so their order among themselves is all that is
- * left to choose, and arrival order it is.
+ * with grantLease's handling; one past the number of slots picked found none free. Only requests that
+ * have not queued are batched: each of them yields to every live waiter, so their order among
+ * themselves is all that is left to choose, and arrival order it is.
  */
 const grantLeases = hotStatement(
   'pool_grant_leases',

@@ -92,12 +92,12 @@ export class GrpcPoolPort implements PoolPort {
  * that is a refusal the engine expects (nothing is left to give back), not a failure of the run.
  */
 async function releaseOrRefuse(
-  pool: LeaseSessionClient,
+  leases: LeaseSessionClient,
   leaseId: string,
   epoch: number,
 ): Promise<boolean> {
   try {
-    return (await pool.release({ leaseId, epoch })).released;
+    return (await leases.release({ leaseId, epoch })).released;
   } catch (error) {
     const remote = remoteError(error);
     if (remote?.status === Status.ABORTED) throw new PortRefusal(remote.code ?? 'actor.lease.stale', remote.message);

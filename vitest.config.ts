@@ -9,7 +9,7 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        test: { name: 'unit', include: ['services/*/src/**/*.test.ts', 'gateway/src/**/*.test.ts'] },
+        test: { name: 'unit', include: ['services/*/src/**/*.test.ts', 'gateway/src/**/*.test.ts', 'bench/**/*.test.ts'] },
       },
       {
         extends: true,

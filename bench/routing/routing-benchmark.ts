@@ -1,7 +1,16 @@
 /**
  * The routing simulator benchmark: each placement mode of the real placer and the baselines
- * always-cheapest, always-strongest, random and an oracle, over seeded scenarios, side by side.
- * Then the in-process decision time of decidePlacement for 100 candidates.
+ * always-cheapest, always-strongest, random, an oracle and the best fixed chain, over seeded
+ * scenarios, side by side. Then the in-process decision time of decidePlacement for 100 candidates.
+ *
+ * The best fixed chain knows each backend's hidden rates and prices at every task (not the task's own
+ * draws) and takes the chain of attempts with the lowest expected cost per verified success: the
+ * bound a placer that had learned everything could reach on that metric. Where always-cheapest is
+ * already at it (its mini -> small -> mid cascade is the best chain in `steady`), no placer can beat
+ * always-cheapest's cost per verified success but by luck, and the goal line says there is no room.
+ * Where an outage makes always-cheapest spend attempts on a down backend, that baseline even goes
+ * below the bound: a failed call costs nothing, but it uses one of the task's attempts, so the
+ * tasks it cannot finish stop before the expensive last escalation.
  *
  *   npx tsx bench/routing/routing-benchmark.ts                 # every scenario in bench/routing/scenarios/
  *   npx tsx bench/routing/routing-benchmark.ts steady          # one by name (or a path to a JSON file)
@@ -106,8 +115,15 @@ function runScenario(scenario: Scenario): void {
   console.log(
     `goal balanced >= 95% of always-strongest's verified rate at <= 50% of its cost: ${percent(successShare)} of the rate at ${percent(costShare)} of the cost -> ${check(successShare >= 0.95 && costShare <= 0.5)}`,
   );
+  const bestChain = summarise(byName.get('best fixed chain')!);
+  // Whether always-cheapest already does as well as the chain a placer that knew every hidden rate would
+  // pick: then no placer beats it but by the luck of the draws, and the line says so.
+  const room =
+    alwaysCheapest.costPerSuccess <= bestChain.costPerSuccess
+      ? `no room: always-cheapest is at or below the best fixed chain's ${usd(bestChain.costPerSuccess)}`
+      : `room: the best fixed chain reaches ${usd(bestChain.costPerSuccess)}`;
   console.log(
-    `goal cheapest's cost per verified success below always-cheapest's: ${usd(cheapest.costPerSuccess)} vs ${usd(alwaysCheapest.costPerSuccess)} -> ${check(cheapest.costPerSuccess < alwaysCheapest.costPerSuccess)}`,
+    `goal cheapest's cost per verified success below always-cheapest's: ${usd(cheapest.costPerSuccess)} vs ${usd(alwaysCheapest.costPerSuccess)} (${room}) -> ${check(cheapest.costPerSuccess < alwaysCheapest.costPerSuccess)}`,
   );
   const hasOutages = scenario.backends.some((backend) => backend.outages.length > 0);
   const changes = scenario.backends.some((backend) => backend.fromTask > 0 || backend.priceChanges.length > 0 || backend.qualityChanges.length > 0);

@@ -116,6 +116,27 @@ export class SimulatedWorld {
     return draws;
   }
 
+  /**
+   * What a call of `backend` on `task` is expected to do, from the hidden parameters in force at the
+   * task (not its draws): the chance it errors, the chance the verifier accepts its answer, and its
+   * expected cost with the verifier's when it answers.
+   */
+  expectedAttempt(task: SimulatedTask, backend: Backend): { errorRate: number; acceptRate: number; costMicroUsd: number } {
+    const simulated = this.simulated(backend.type);
+    const right = successRateAt(simulated, task.taskClass, task.index);
+    const { missBadRate, rejectGoodRate, costMicroUsd: verifierMicroUsd } = this.scenario.verifier;
+    const acceptIfAnswered = right * (1 - rejectGoodRate) + (1 - right) * missBadRate;
+    // Log-normal draws: the mean is the median times exp(sigma^2 / 2).
+    const outputTokens = Math.min(backend.maxOutputTokens, Math.round(simulated.outputTokens * Math.exp(0.045)));
+    const latencyMs = Math.round(simulated.latencyMs.median * Math.exp((simulated.latencyMs.spread * simulated.latencyMs.spread) / 2));
+    const priced = priceUsage(backend.rateCard!, { inputTokens: task.inputTokens, outputTokens, durationMs: latencyMs, calls: 1 });
+    return {
+      errorRate: simulated.errorRate,
+      acceptRate: (1 - simulated.errorRate) * acceptIfAnswered,
+      costMicroUsd: (1 - simulated.errorRate) * (priced + verifierMicroUsd),
+    };
+  }
+
   /** What one call of `backend` on `task` does, verification included. */
   attempt(task: SimulatedTask, backend: Backend): AttemptResult {
     const simulated = this.simulated(backend.type);
@@ -274,6 +295,15 @@ export function baselines(world: SimulatedWorld): Policy[] {
       return cheapestOf(eligible.filter((backend) => backend.qualityTier === top), ask.task.inputTokens);
     }),
     new BaselinePolicy('random', scenario, (eligible) => random.pick(eligible)),
+    // Knows the world's hidden rates and prices at each task (not the task's draws) and which backends
+    // are down: the first backend of the chain of attempts the engine would still make that has the
+    // lowest expected cost per verified success. What a placer that had learned everything exactly
+    // could do with this metric; no policy is expected to beat it except by the luck of the draws.
+    new BaselinePolicy('best fixed chain', scenario, (eligible, ask) => {
+      const up = eligible.filter((backend) => !world.isDown(backend.type, ask.task.index));
+      const attemptsLeft = scenario.maxAttempts - ask.request.excludeBackends.length;
+      return bestChain(up.length > 0 ? up : eligible, attemptsLeft, (backend) => world.expectedAttempt(ask.task, backend))[0];
+    }),
     // Knows this task's hidden draws: the cheapest backend whose answer would be right and accepted,
     // else one whose answer would be accepted, else the strongest that is up. A bound on correctness,
     // not a policy, and not a bound on cost per verified success: it refuses the cheap wrong answers a
@@ -289,6 +319,37 @@ export function baselines(world: SimulatedWorld): Policy[] {
       );
     }),
   ];
+}
+
+/**
+ * The sequence of at most `attemptsLeft` backends, each of a strictly higher tier than the one before
+ * (a rejected answer escalates so), with the lowest expected cost per verified success. Only maximal
+ * sequences count: the engine asks for another attempt while attempts are left and a stronger backend
+ * exists, so a chain may not stop early. Exhaustive: a handful of backends, a few attempts.
+ */
+export function bestChain(
+  backends: Backend[],
+  attemptsLeft: number,
+  expected: (backend: Backend) => { acceptRate: number; costMicroUsd: number },
+): Backend[] {
+  const byTier = [...backends].sort((left, right) => left.qualityTier - right.qualityTier);
+  const outcomes = new Map(byTier.map((backend) => [backend.type, expected(backend)]));
+  let best: { chain: Backend[]; perSuccess: number } | undefined;
+  const extend = (chain: Backend[], cost: number, success: number, reach: number) => {
+    const last = chain.at(-1);
+    const stronger = byTier.filter((backend) => !last || backend.qualityTier > last.qualityTier);
+    if (chain.length > 0 && (chain.length === attemptsLeft || stronger.length === 0)) {
+      const perSuccess = success > 0 ? cost / success : Number.POSITIVE_INFINITY;
+      if (!best || perSuccess < best.perSuccess) best = { chain, perSuccess };
+      return;
+    }
+    for (const backend of stronger) {
+      const outcome = outcomes.get(backend.type)!;
+      extend([...chain, backend], cost + reach * outcome.costMicroUsd, success + reach * outcome.acceptRate, reach * (1 - outcome.acceptRate));
+    }
+  };
+  extend([], 0, 0, 1);
+  return best?.chain ?? [];
 }
 
 export interface PolicyReport {

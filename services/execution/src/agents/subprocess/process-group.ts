@@ -1,4 +1,5 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { forgetGroup, watchGroup } from './group-reaper.js';
 
 /** How long a stopped process group gets between SIGTERM and SIGKILL, in ms. */
 const killGraceMs = 250;
@@ -20,7 +21,10 @@ export function subprocessEnvironment(...layers: Array<Record<string, string> | 
   return environment;
 }
 
-/** A subprocess that leads its own process group, so that stopping it stops everything it started. */
+/**
+ * A subprocess that leads its own process group, so that stopping it stops everything it started,
+ * and that is stopped too if this process dies without stopping it (group-reaper.ts).
+ */
 export interface ProcessGroup {
   readonly child: ChildProcessWithoutNullStreams;
   /** Resolves once the process exited and its pipes closed; never rejects. */
@@ -45,6 +49,9 @@ export function spawnProcessGroup(
     detached: true,
     stdio: ['pipe', 'pipe', 'pipe'],
   });
+  // Stopped by the group reaper's watchdog if this process dies first (see group-reaper.ts).
+  const pgid = child.pid;
+  if (pgid !== undefined) watchGroup(pgid);
   let exited = false;
   let killTimer: NodeJS.Timeout | undefined;
   const closed = new Promise<ProcessExit>((resolve) => {
@@ -57,6 +64,7 @@ export function spawnProcessGroup(
     });
     child.once('close', (code, signal) => {
       exited = true;
+      if (pgid !== undefined) forgetGroup(pgid);
       if (killTimer) clearTimeout(killTimer);
       resolve({ kind: 'exited', code, signal });
     });

@@ -41,6 +41,12 @@ function namedStatementClient(db: Database<typeof schema>): NamedStatementClient
 
 const dialect = new PgDialect();
 
+/**
+ * The most releases, or first grants of one want, that go out in one statement: a bound on the array
+ * parameters and on how long one statement holds its row locks; more wait for the next batch.
+ */
+const MAX_STATEMENT_BATCH = 256;
+
 /** The unique constraint a failed statement violated, looking through drizzle's error wrapper. */
 function violatedConstraint(error: unknown): string | undefined {
   for (let current = error; current instanceof Object; current = (current as { cause?: unknown }).cause) {
@@ -347,7 +353,7 @@ export class PoolRepository {
     this.textStatements = (db as unknown as { $client: TextStatementClient }).$client;
     this.releaseCommitMode = options.releaseSynchronousCommit === false ? 'off' : null;
     this.statementsInFlight = options.batchAfterInFlight ?? 1;
-    this.releases = new StatementBatcher((requests) => this.releaseBatch(requests), this.statementsInFlight, 256);
+    this.releases = new StatementBatcher((requests) => this.releaseBatch(requests), this.statementsInFlight, MAX_STATEMENT_BATCH);
   }
 
   /**
@@ -479,7 +485,7 @@ export class PoolRepository {
       batcher = new StatementBatcher(
         (specs) => this.grantBatch(specs),
         this.statementsInFlight,
-        256,
+        MAX_STATEMENT_BATCH,
         () => this.firstGrants.delete(want),
       );
       this.firstGrants.set(want, batcher);

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { dirname, join } from 'node:path';
+import { STOP_WITH_LAUNCHER_VARIABLE } from '@actor/kit';
 
 /** The processes of a platform, in start order; the gateway comes last. */
 export const platformProcesses = ['registry', 'pool', 'placement', 'billing', 'execution', 'gateway'] as const;
@@ -56,10 +57,12 @@ export function launchPlatform(options: LaunchOptions): RunningPlatform {
     // `node --import tsx` keeps each service ONE process (the tsx CLI would add a wrapper parent), so
     // SIGTERM reaches the service's own drain and SIGKILL really kills it. `detached` gives each its own
     // process group: Ctrl-C reaches only the launcher, which then stops the services in order, once.
+    // Their stdin is a pipe from the launcher that is never written: if the launcher dies without
+    // stopping them (SIGKILL, a crash), the pipe closes and each service shuts down (kit onShutdown).
     const child = spawn(process.execPath, ['--import', 'tsx', entryPoint(name)], {
       cwd: root,
-      env: { ...process.env, ...options.env } as NodeJS.ProcessEnv,
-      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...options.env, [STOP_WITH_LAUNCHER_VARIABLE]: '1' } as NodeJS.ProcessEnv,
+      stdio: ['pipe', 'pipe', 'pipe'],
       detached: true,
     });
     for (const stream of [child.stdout, child.stderr]) {

@@ -55,6 +55,8 @@ async function shutdown(exitCode: number) {
 }
 process.on('SIGINT', () => void shutdown(0));
 process.on('SIGTERM', () => void shutdown(0));
+// The terminal closed: its SIGHUP reaches only this launcher (each service has its own process group).
+process.on('SIGHUP', () => void shutdown(0));
 
 const url = `http://${gatewayHost === '0.0.0.0' ? '127.0.0.1' : gatewayHost}:${gatewayPort}`;
 try {

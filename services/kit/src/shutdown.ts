@@ -1,8 +1,16 @@
 import type { Logger } from './logger.js';
 
 /**
+ * The variable the platform launcher (scripts/platform.ts) sets on the services it starts: their stdin
+ * is a pipe from it, and its end means the launcher is gone (the kernel closes the pipe however it
+ * ended, SIGKILL included), so the service shuts down as on SIGTERM instead of running on unowned.
+ */
+export const STOP_WITH_LAUNCHER_VARIABLE = 'ACTOR_STOP_WITH_LAUNCHER';
+
+/**
  * Runs the given steps in order on SIGINT or SIGTERM (once), then exits. A second signal exits at
- * once, for an operator who does not want to wait for the drain.
+ * once, for an operator who does not want to wait for the drain. Started by the platform launcher
+ * (STOP_WITH_LAUNCHER_VARIABLE=1), the end of stdin counts as SIGTERM.
  */
 export function onShutdown(logger: Logger, steps: Array<() => Promise<unknown> | unknown>): void {
   let stopping = false;
@@ -24,6 +32,14 @@ export function onShutdown(logger: Logger, steps: Array<() => Promise<unknown> |
   };
   process.on('SIGINT', (signal) => void stop(signal));
   process.on('SIGTERM', (signal) => void stop(signal));
+  if (process.env[STOP_WITH_LAUNCHER_VARIABLE] === '1') {
+    const launcherGone = () => void stop('launcher gone (stdin closed)');
+    process.stdin.once('end', launcherGone);
+    process.stdin.once('close', launcherGone);
+    process.stdin.once('error', launcherGone);
+    // Nothing is ever sent on it; reading is what makes its end visible.
+    process.stdin.resume();
+  }
 }
 
 /** Logs a start-up failure (a ConfigError lists every problem) and exits non-zero. */

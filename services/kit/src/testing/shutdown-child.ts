@@ -1,0 +1,21 @@
+/**
+ * Test fixture for onShutdown and the logger: prints `ready` on stdout, then idles like a service
+ * until it is stopped. With `quiet` as its argument it logs at info level and its shutdown step logs
+ * a burst of warnings (so that stopping writes log lines to stdout); otherwise its logger is silent
+ * and the step prints `stopped`.
+ */
+import { createLogger } from '../logger.js';
+import { onShutdown } from '../shutdown.js';
+
+const quiet = process.argv[2] === 'quiet';
+const logger = createLogger('shutdown-child', quiet ? 'info' : 'silent');
+onShutdown(logger, [
+  () => {
+    if (!quiet) return process.stdout.write('stopped\n');
+    // A burst of lines right before exit, as a service logs while its peers go away: the logger still
+    // holds some of them when the process exits.
+    for (let line = 0; line < 200; line++) logger.warn({ line }, 'peer unavailable while stopping');
+  },
+]);
+process.stdout.write('ready\n');
+setInterval(() => undefined, 60_000);

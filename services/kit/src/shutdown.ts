@@ -33,7 +33,13 @@ export function onShutdown(logger: Logger, steps: Array<() => Promise<unknown> |
   process.on('SIGINT', (signal) => void stop(signal));
   process.on('SIGTERM', (signal) => void stop(signal));
   if (process.env[STOP_WITH_LAUNCHER_VARIABLE] === '1') {
-    const launcherGone = () => void stop('launcher gone (stdin closed)');
+    // `end` and `close` both come: one stop, or the second would count as an impatient second signal.
+    let gone = false;
+    const launcherGone = () => {
+      if (gone) return;
+      gone = true;
+      void stop('launcher gone (stdin closed)');
+    };
     process.stdin.once('end', launcherGone);
     process.stdin.once('close', launcherGone);
     process.stdin.once('error', launcherGone);

@@ -27,6 +27,8 @@ function startWatchdog(): Watchdog {
     // Its own process group: a Ctrl-C or a group kill aimed at us must not take the watchdog along.
     detached: true,
     stdio: ['pipe', 'ignore', 'ignore'],
+    // Plain node, and none of this service's variables (keys, database URL): the script needs none.
+    env: {},
   });
   const started: Watchdog = { process: child, alive: true };
   const dead = () => {
@@ -43,15 +45,12 @@ function startWatchdog(): Watchdog {
   return started;
 }
 
-function send(line: string): void {
-  if (!watchdog?.alive) watchdog = startWatchdog();
-  watchdog.process.stdin!.write(line);
-}
-
 /** Puts a started group (its leader's pid) under the watchdog. */
 export function watchGroup(pgid: number): void {
   live.add(pgid);
-  send(`+${pgid}\n`);
+  // A new watchdog is handed every live group as it starts, this one included.
+  if (!watchdog?.alive) watchdog = startWatchdog();
+  else watchdog.process.stdin!.write(`+${pgid}\n`);
 }
 
 /** Takes an ended group off the watchdog's list. */

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { processAlive } from '@actor/kit/testing';
 
 /**
  * `npm start`'s launcher killed with SIGKILL (nothing of it runs to stop the services): every service
@@ -12,14 +13,6 @@ import { afterAll, describe, expect, it } from 'vitest';
  */
 const fixture = fileURLToPath(new URL('../support/launcher-child.ts', import.meta.url));
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 describe('the platform launcher killed', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'actor-launcher-'));
@@ -28,7 +21,7 @@ describe('the platform launcher killed', () => {
 
   afterAll(() => {
     launcher?.kill('SIGKILL');
-    for (const pid of pids) if (alive(pid)) process.kill(pid, 'SIGKILL');
+    for (const pid of pids) if (processAlive(pid)) process.kill(pid, 'SIGKILL');
     rmSync(dataDir, { recursive: true, force: true });
   });
 
@@ -44,12 +37,12 @@ describe('the platform launcher killed', () => {
     });
     pids = (JSON.parse(line) as { pids: number[] }).pids;
     expect(pids).toHaveLength(6);
-    expect(pids.every(alive)).toBe(true);
+    expect(pids.every(processAlive)).toBe(true);
 
     launcher.kill('SIGKILL');
 
     const until = Date.now() + 30_000;
-    while (Date.now() < until && pids.some(alive)) await new Promise((resolve) => setTimeout(resolve, 100));
-    expect(pids.filter(alive)).toEqual([]);
+    while (Date.now() < until && pids.some(processAlive)) await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(pids.filter(processAlive)).toEqual([]);
   }, 240_000);
 });

@@ -50,3 +50,13 @@ export async function rejection(call: Promise<unknown>): Promise<{ status: numbe
   }
   throw new Error(`expected the call to fail, it returned ${JSON.stringify(result)}`);
 }
+
+/** Whether a process (pid > 0) or any process of a group (-pgid) still exists: signal 0 delivers nothing. */
+export function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -2,6 +2,7 @@ import { mkdtemp, realpath, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { processAlive } from '@actor/kit/testing';
 import type { AgentEvent, AgentRequest, AgentResult } from '../agent.js';
 import { runAgentConformance } from '../conformance.js';
 import { scriptAdapterDefinition } from './script-catalog.js';
@@ -107,7 +108,7 @@ describe('ScriptAgent', () => {
     const result = await running;
     expect(result).toMatchObject({ success: false, errorKind: 'cancelled' });
     expect(childPid).toBeGreaterThan(0);
-    await expect.poll(() => isAlive(childPid), { timeout: 10_000, interval: 50 }).toBe(false);
+    await expect.poll(() => processAlive(childPid), { timeout: 10_000, interval: 50 }).toBe(false);
   });
 
   describe('bring-your-own keys in request.environment', () => {
@@ -149,12 +150,3 @@ describe('scriptAdapterDefinition', () => {
     expect(definition.create()).toBeInstanceOf(ScriptAgent);
   });
 });
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}

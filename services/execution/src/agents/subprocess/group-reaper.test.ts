@@ -1,22 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
+import { processAlive } from '@actor/kit/testing';
 
 const fixture = fileURLToPath(new URL('./testing/hold-process-group.ts', import.meta.url));
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** Whether any process of the group still exists (signal 0 to the group). */
-function groupAlive(pgid: number): boolean {
-  return alive(-pgid);
-}
+const groupAlive = (pgid: number) => processAlive(-pgid);
 
 async function waitUntil(condition: () => boolean, deadlineMs: number): Promise<boolean> {
   const until = Date.now() + deadlineMs;
@@ -62,13 +51,13 @@ describe('group reaper', () => {
   it('stops the subprocess groups of a process killed with SIGKILL', async () => {
     const { child, pgid, watchdog } = await runFixture('hold');
     expect(groupAlive(pgid)).toBe(true);
-    expect(alive(watchdog)).toBe(true);
+    expect(processAlive(watchdog)).toBe(true);
 
     child.kill('SIGKILL');
 
     // The group's shell and both of its sleeps go, then the watchdog itself.
     expect(await waitUntil(() => !groupAlive(pgid), 10_000)).toBe(true);
-    expect(await waitUntil(() => !alive(watchdog), 10_000)).toBe(true);
+    expect(await waitUntil(() => !processAlive(watchdog), 10_000)).toBe(true);
   });
 
   it('lets a process that exits normally end its watchdog, with no group left to stop', async () => {
@@ -77,6 +66,6 @@ describe('group reaper', () => {
     const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
     expect(code).toBe(0);
     expect(groupAlive(pgid)).toBe(false);
-    expect(await waitUntil(() => !alive(watchdog), 10_000)).toBe(true);
+    expect(await waitUntil(() => !processAlive(watchdog), 10_000)).toBe(true);
   });
 });

@@ -23,6 +23,8 @@ import { SeededRandom } from './seeded-random.js';
 const START = Date.parse('2030-01-01T00:00:00Z');
 const PROJECT = 'prj_simulated';
 const DAY_BUDGET_MICRO_USD = Number.MAX_SAFE_INTEGER;
+/** The sigma of an answer's log-normal output size around the backend's hidden mean. */
+const OUTPUT_TOKENS_SPREAD = 0.3;
 
 export interface SimulatedTask {
   index: number;
@@ -127,7 +129,7 @@ export class SimulatedWorld {
     const { missBadRate, rejectGoodRate, costMicroUsd: verifierMicroUsd } = this.scenario.verifier;
     const acceptIfAnswered = right * (1 - rejectGoodRate) + (1 - right) * missBadRate;
     // Log-normal draws: the mean is the median times exp(sigma^2 / 2).
-    const outputTokens = Math.min(backend.maxOutputTokens, Math.round(simulated.outputTokens * Math.exp(0.045)));
+    const outputTokens = Math.min(backend.maxOutputTokens, Math.round(simulated.outputTokens * Math.exp((OUTPUT_TOKENS_SPREAD * OUTPUT_TOKENS_SPREAD) / 2)));
     const latencyMs = Math.round(simulated.latencyMs.median * Math.exp((simulated.latencyMs.spread * simulated.latencyMs.spread) / 2));
     const priced = priceUsage(backend.rateCard!, { inputTokens: task.inputTokens, outputTokens, durationMs: latencyMs, calls: 1 });
     return {
@@ -151,7 +153,7 @@ export class SimulatedWorld {
     const correct = draws.correct < successRateAt(simulated, task.taskClass, task.index);
     const { missBadRate, rejectGoodRate } = this.scenario.verifier;
     const accepted = correct ? draws.verify >= rejectGoodRate : draws.verify < missBadRate;
-    const outputTokens = Math.min(backend.maxOutputTokens, Math.max(1, Math.round(simulated.outputTokens * Math.exp(0.3 * draws.tokens))));
+    const outputTokens = Math.min(backend.maxOutputTokens, Math.max(1, Math.round(simulated.outputTokens * Math.exp(OUTPUT_TOKENS_SPREAD * draws.tokens))));
     const costMicroUsd = priceUsage(backend.rateCard!, { inputTokens: task.inputTokens, outputTokens, durationMs: latencyMs, calls: 1 });
     return { success: true, accepted, correct, latencyMs, costMicroUsd, errorKind: '' };
   }

@@ -66,6 +66,7 @@ try {
     requestId: '',
     wait: false,
     waitTimeoutMs: 0,
+    releaseFirst: null,
   };
   const startedAt = performance.now();
   for (let index = 0; index < cycles; index++) {

@@ -13,7 +13,7 @@
  *
  *   npx tsx bench/lease/lease-benchmark.ts
  *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres SECONDS_PER_LEVEL=5 LEVELS=1,16,64 npx tsx bench/lease/lease-benchmark.ts
- *   POOL_PLACEMENT=session,process,process-sync-release,in-process (the default; any subset; session = lease stream to a pool in its own process) npx tsx bench/lease/lease-benchmark.ts
+ *   POOL_PLACEMENT=session,session-handback,process,process-sync-release,in-process (the default; any subset; session = lease stream to a pool in its own process, session-handback = the same with each release riding on the next Acquire) npx tsx bench/lease/lease-benchmark.ts
  *   POOL_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/pool-prof': extra node flags for the pool's own process
  *   PG_CONNECTIONS=10 (the default): Postgres connections of the pool (POOL_DATABASE_MAX_CONNECTIONS) and of graphile-worker (maxPoolSize)
  */
@@ -24,7 +24,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { Logger, makeWorkerUtils, run, type Runner } from 'graphile-worker';
 import { createClient, createLogger } from '@actor/kit';
-import { PoolServiceDefinition } from '@actor/proto/pool';
+import { PoolServiceDefinition, type Lease } from '@actor/proto/pool';
 import { loadPoolConfig } from '../../services/pool/src/config.js';
 import { LeaseSessionClient } from '../../services/pool/src/client/lease-session-client.js';
 import { startPool } from '../../services/pool/src/pool-server.js';
@@ -33,12 +33,13 @@ import { freePort } from '../../scripts/platform.js';
 const baseUrl = process.env.BENCH_DATABASE_URL ?? process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const levels = (process.env.LEVELS ?? '1,16,64').split(',').map(Number);
 const secondsPerLevel = Number(process.env.SECONDS_PER_LEVEL ?? 6);
-const placements = (process.env.POOL_PLACEMENT ?? 'session,process,process-sync-release,in-process').split(',') as Placement[];
-type Placement = 'session' | 'process' | 'process-sync-release' | 'in-process';
+const placements = (process.env.POOL_PLACEMENT ?? 'session,session-handback,process,process-sync-release,in-process').split(',') as Placement[];
+type Placement = 'session' | 'session-handback' | 'process' | 'process-sync-release' | 'in-process';
 const pgConnections = Number(process.env.PG_CONNECTIONS ?? 10);
 
 const systemNames: Record<Placement, string> = {
   session: 'actor pool (lease session stream, own process)',
+  'session-handback': 'actor pool (lease session, each release handed to the next Acquire)',
   process: 'actor pool (gRPC, own process)',
   'process-sync-release': 'actor pool (gRPC, own process, synchronous release)',
   'in-process': 'actor pool (gRPC, in this process)',
@@ -135,11 +136,14 @@ async function startCpuMeter(poolPid?: number): Promise<() => Promise<CpuSpent>>
 
 /**
  * N workers, each acquiring a slot, releasing it at once, for the time given: through the unary
- * Acquire and Release calls, or as operations on one LeaseSession stream (how execution calls them).
+ * Acquire and Release calls, or as operations on one LeaseSession stream (how execution calls them),
+ * or on that stream with each lease handed back by the worker's next Acquire (release_first: one
+ * operation and one statement per cycle, as a worker that goes from one item straight to the next
+ * would call it). Every cycle still grants one lease and ends one.
  */
-async function benchPool(pool: RunningPool, agentType: string, workers: number, system: string, transport: 'unary' | 'session'): Promise<Row> {
+async function benchPool(pool: RunningPool, agentType: string, workers: number, system: string, transport: Transport): Promise<Row> {
   const unary = createClient(PoolServiceDefinition, pool.address, { deadlineMs: 30_000 });
-  const client = transport === 'session' ? new LeaseSessionClient(unary, { deadlineMs: 30_000 }) : unary;
+  const client = transport === 'unary' ? unary : new LeaseSessionClient(unary, { deadlineMs: 30_000 });
   const stopMeter = await startCpuMeter(pool.pid);
   const latencies: number[] = [];
   const stopAt = performance.now() + secondsPerLevel * 1000;
@@ -147,9 +151,10 @@ async function benchPool(pool: RunningPool, agentType: string, workers: number, 
   const startedAt = performance.now();
   await Promise.all(
     Array.from({ length: workers }, async (_, worker) => {
+      let held: Lease | undefined;
       for (let index = 0; performance.now() < stopAt; index++) {
         const before = performance.now();
-        const { lease } = await client.acquire({
+        const { lease, released } = await client.acquire({
           workType: 'task',
           workId: `bench-${worker}-${index}`,
           projectId: 'prj_bench',
@@ -157,9 +162,22 @@ async function benchPool(pool: RunningPool, agentType: string, workers: number, 
           ttlMs: 30_000,
           wait: true,
           waitTimeoutMs: 60_000,
+          releaseFirst: held && { leaseId: held.id, epoch: held.epoch },
         });
         latencies.push(performance.now() - before);
-        await client.release({ leaseId: lease!.id, epoch: lease!.epoch });
+        if (held) {
+          if (!released) throw new Error(`lease ${held.id} was not handed back`);
+          cycles++;
+        }
+        if (transport === 'session-handback') {
+          held = lease;
+        } else {
+          await client.release({ leaseId: lease!.id, epoch: lease!.epoch });
+          cycles++;
+        }
+      }
+      if (held) {
+        await client.release({ leaseId: held.id, epoch: held.epoch });
         cycles++;
       }
     }),
@@ -230,7 +248,9 @@ async function benchGraphileWorker(connectionString: string, workers: number): P
   };
 }
 
-const transportOf = (placement: Placement) => (placement === 'session' ? 'session' : 'unary');
+type Transport = 'unary' | 'session' | 'session-handback';
+const transportOf = (placement: Placement): Transport =>
+  placement === 'session' || placement === 'session-handback' ? placement : 'unary';
 
 interface RunningPool {
   address: string;

@@ -100,6 +100,7 @@ try {
       requestId: '',
       wait: true,
       waitTimeoutMs: 60_000,
+      releaseFirst: null,
     };
 
     const repository = pool.repository;
@@ -118,7 +119,7 @@ try {
 
     lines.push(
       await measure('gRPC: Acquire + Release (full cycle, pool in this process)', async (index) => {
-        const { lease } = await client.acquire({ ...spec, workId: `profile-${index}` });
+        const { lease } = await client.acquire({ ...spec, releaseFirst: undefined, workId: `profile-${index}` });
         await client.release({ leaseId: lease!.id, epoch: lease!.epoch });
       }),
     );

@@ -54,7 +54,7 @@ if (process.argv[2] === 'server') {
       const methods = Object.fromEntries(Object.keys(PoolServiceDefinition.methods).map((name) => [name, unimplemented]));
       const leaseSession = createLeaseSession({
         operations: {
-          acquire: async () => ({ lease }),
+          acquire: async () => ({ lease, released: false }),
           renew: async () => ({ lease }),
           release: async () => ({ released: true }),
         },

@@ -1,6 +1,6 @@
 import { DomainError, fail, type Logger } from '@actor/kit';
 import type { LeaseWithAgent, PoolRepository } from './db/pool-repository.js';
-import type { AcquireSpec, LeaseWant } from './domain/lease-request.js';
+import { leaseProblemError, type AcquireSpec, type LeaseWant } from './domain/lease-request.js';
 
 export interface LeaseAllocatorOptions {
   repository: PoolRepository;
@@ -11,6 +11,13 @@ export interface LeaseAllocatorOptions {
   instanceId: string | null;
   /** Ends every queued request when the server shuts down. */
   shutdownSignal: AbortSignal;
+}
+
+/** A granted Acquire. */
+export interface AcquireOutcome {
+  lease: LeaseWithAgent;
+  /** Whether the request's `releaseFirst` lease was ended by this call (false: none, or its holder had released it). */
+  released: boolean;
 }
 
 /** A queued request of this process. */
@@ -50,15 +57,26 @@ export class LeaseAllocator {
     void this.dispatch();
   }
 
-  async acquire(spec: AcquireSpec, signal: AbortSignal): Promise<LeaseWithAgent> {
+  /**
+   * Grants a lease, ending the request's `releaseFirst` lease first (in the first try's statement).
+   * That release holds even when the grant then fails (busy, timed out, cancelled); when it is
+   * refused, nothing is granted and the refusal is the error.
+   */
+  async acquire(spec: AcquireSpec, signal: AbortSignal): Promise<AcquireOutcome> {
     const { repository } = this.options;
     // A retried request id needs no look-up first: granting inserts the request id, whose unique
     // index sends a retry to the lease it already got. Only a retry that finds no free slot must look.
-    const granted = await repository.tryAcquireFirst(spec);
-    if (granted) return granted;
+    const first = await repository.tryAcquireFirst(spec);
+    if (first.released && 'problem' in first.released) {
+      throw leaseProblemError(first.released.problem, spec.releaseFirst!.leaseId, spec.releaseFirst!.epoch);
+    }
+    const released = first.released?.released ?? false;
+    // The slot it freed may be another request's turn (a queued one comes first).
+    if (released) this.wake();
+    if (first.granted) return { lease: first.granted, released };
     if (spec.requestId) {
       const earlier = await repository.findLeaseByRequestId(spec.requestId);
-      if (earlier) return earlier;
+      if (earlier) return { lease: earlier, released };
     }
     await this.assertCanEverMatch(spec);
     if (!spec.wait) throw this.busyError(spec);
@@ -75,7 +93,7 @@ export class LeaseAllocator {
       for (;;) {
         const seen = this.generation;
         const lease = await repository.tryAcquire(spec, seq);
-        if (lease) return lease;
+        if (lease) return { lease, released };
         // Whether anything could ever match changes only with agents: look after a local change and,
         // for changes made through another replica, every few seconds.
         if (seen !== checkedGeneration || Date.now() - checkedAt >= 2_000) {

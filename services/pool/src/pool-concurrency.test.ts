@@ -93,7 +93,7 @@ describe.runIf(process.env.DATABASE_URL)('leases under random concurrent use (mo
     const capacity = new Map(agents.map((agent) => [agent.id, agent.concurrency]));
     // Leases of crashed clients: nobody holds them any more, yet they stay active until they expire.
     const abandoned = new Map<string, HeldLease>();
-    const tally = { granted: 0, busy: 0, waitTimeouts: 0, renewed: 0, released: 0, lost: 0, crashes: 0, sweeps: 0 };
+    const tally = { granted: 0, handedBack: 0, busy: 0, waitTimeouts: 0, renewed: 0, released: 0, lost: 0, crashes: 0, sweeps: 0 };
 
     const expectLost = (lease: HeldLease, error: unknown, round: number) => {
       const remote = remoteError(error);
@@ -120,9 +120,12 @@ describe.runIf(process.env.DATABASE_URL)('leases under random concurrent use (mo
       const roll = random();
       const leases = [...model.held.values()];
       if (roll < 0.4) {
-        // Acquire a work item this incarnation does not hold: a named agent or any of the type.
+        // Acquire a work item this incarnation does not hold: a named agent or any of the type. Now
+        // and then handing back a lease it holds in the same call (release_first), whose work item
+        // it may take again at once.
+        const handBack = leases.length > 0 && random() < 0.3 ? pick(leases) : undefined;
         const workIds = [0, 1, 2].map((item) => `c${model.index}-i${model.incarnation}-w${item}`);
-        const free = workIds.filter((workId) => !leases.some((lease) => lease.workId === workId));
+        const free = workIds.filter((workId) => !leases.some((lease) => lease.workId === workId && lease !== handBack));
         if (free.length === 0) return;
         const waiting = random() < 0.15;
         const request = {
@@ -134,14 +137,20 @@ describe.runIf(process.env.DATABASE_URL)('leases under random concurrent use (mo
           ttlMs: pick([250, 500, 2_000]),
           wait: waiting,
           waitTimeoutMs: waiting ? 200 : 0,
+          releaseFirst: handBack && { leaseId: handBack.id, epoch: handBack.epoch },
         };
+        // Handed back, it is gone whatever the grant does: only a refusal of the release keeps nothing.
+        if (handBack) model.held.delete(handBack.id);
         try {
-          const { lease } = await model.client.acquire(request);
+          const { lease, released } = await model.client.acquire(request);
+          expect(released, context(round)).toBe(handBack !== undefined);
+          if (handBack) tally.handedBack++;
           remember(model, lease!);
           tally.granted++;
         } catch (error) {
           const remote = remoteError(error);
-          if (remote?.status === Status.RESOURCE_EXHAUSTED && !waiting) tally.busy++;
+          if (handBack && remote?.status === Status.ABORTED) expectLost(handBack, error, round);
+          else if (remote?.status === Status.RESOURCE_EXHAUSTED && !waiting) tally.busy++;
           else if (remote?.status === Status.DEADLINE_EXCEEDED && waiting) tally.waitTimeouts++;
           else throw new Error(`${context(round)}: acquire failed unexpectedly: ${String(error)}`);
         }
@@ -248,6 +257,7 @@ describe.runIf(process.env.DATABASE_URL)('leases under random concurrent use (mo
     // The run did exercise what it claims to: contention, losses, crashes and sweeps all happened.
     expect(round, 'rounds completed within the time budget').toBeGreaterThanOrEqual(100);
     expect(tally.granted).toBeGreaterThan(100);
+    expect(tally.handedBack).toBeGreaterThan(10);
     expect(tally.busy).toBeGreaterThan(0);
     expect(tally.lost).toBeGreaterThan(0);
     expect(tally.crashes).toBeGreaterThan(0);

@@ -272,6 +272,106 @@ describe('PoolService over gRPC', () => {
       expect(await client.isBusy({ agentId: agent.id })).toMatchObject({ activeLeases: 0 });
     });
 
+    describe('release_first: hand a lease back and take the next slot in one call', () => {
+      it('ends the lease and grants its own slot again, with a greater epoch', async () => {
+        const agent = await createAgent({ concurrency: 1 });
+        const { lease: first } = await client.acquire(acquireFields({ agentId: agent.id }));
+        const next = await client.acquire(
+          acquireFields({ agentId: agent.id, releaseFirst: { leaseId: first!.id, epoch: first!.epoch } }),
+        );
+        expect(next.released).toBe(true);
+        expect(next.lease!.agent!.id).toBe(agent.id);
+        expect(next.lease!.epoch).toBeGreaterThan(first!.epoch);
+        expect(await leaseRow(pool, first!.id)).toMatchObject({ end_reason: 'released' });
+        expect(await rejection(client.renew({ leaseId: first!.id, epoch: first!.epoch }))).toMatchObject({
+          code: 'actor.lease.released',
+        });
+        expect(await client.isBusy({ agentId: agent.id })).toEqual({ busy: true, activeLeases: 1 });
+        // Without release_first the answer says nothing was released.
+        expect(await client.release({ leaseId: next.lease!.id, epoch: next.lease!.epoch })).toEqual({ released: true });
+        const plain = await client.acquire(acquireFields({ agentId: agent.id }));
+        expect(plain.released).toBe(false);
+        await client.release({ leaseId: plain.lease!.id, epoch: plain.lease!.epoch });
+      });
+
+      it('grants nothing when the release is refused (stale, unknown, expired), and keeps the lease it named', async () => {
+        const agent = await createAgent({ concurrency: 2 });
+        const { lease } = await client.acquire(acquireFields({ agentId: agent.id }));
+        const stale = await rejection(
+          client.acquire(acquireFields({ agentId: agent.id, releaseFirst: { leaseId: lease!.id, epoch: lease!.epoch + 1 } })),
+        );
+        expect(stale).toMatchObject({ status: Status.ABORTED, code: 'actor.lease.stale' });
+        expect(await rejection(client.acquire(acquireFields({ agentId: agent.id, releaseFirst: { leaseId: 'lse_unknown', epoch: 1 } })))).toMatchObject({
+          status: Status.ABORTED,
+          code: 'actor.lease.stale',
+        });
+        // Nothing was granted and the holder still has its lease.
+        expect(await client.isBusy({ agentId: agent.id })).toEqual({ busy: true, activeLeases: 1 });
+        expect(await client.release({ leaseId: lease!.id, epoch: lease!.epoch })).toEqual({ released: true });
+
+        const { lease: brief } = await client.acquire(acquireFields({ agentId: agent.id, ttlMs: 100 }));
+        await sleep(300);
+        expect(
+          await rejection(client.acquire(acquireFields({ agentId: agent.id, releaseFirst: { leaseId: brief!.id, epoch: brief!.epoch } }))),
+        ).toMatchObject({ status: Status.ABORTED, code: 'actor.lease.expired' });
+        expect(await leaseRow(pool, brief!.id)).toMatchObject({ end_reason: 'expired' });
+        expect(await client.isBusy({ agentId: agent.id })).toEqual({ busy: false, activeLeases: 0 });
+      });
+
+      it('a retried call returns the same lease and reports the release as done before', async () => {
+        const agent = await createAgent({ concurrency: 1 });
+        const { lease: first } = await client.acquire(acquireFields({ agentId: agent.id }));
+        const request = acquireFields({
+          agentId: agent.id,
+          requestId: `hand-back-${agent.id}`,
+          releaseFirst: { leaseId: first!.id, epoch: first!.epoch },
+        });
+        const granted = await client.acquire(request);
+        const retried = await client.acquire(request);
+        expect(granted.released).toBe(true);
+        expect(retried).toEqual({ lease: granted.lease, released: false });
+        expect(await client.isBusy({ agentId: agent.id })).toEqual({ busy: true, activeLeases: 1 });
+        await client.release({ leaseId: granted.lease!.id, epoch: granted.lease!.epoch });
+      });
+
+      it('the release holds even when no slot is granted', async () => {
+        const held = await createAgent({ concurrency: 1 });
+        const full = await createAgent({ concurrency: 1 });
+        const { lease } = await client.acquire(acquireFields({ agentId: held.id }));
+        const { lease: blocker } = await client.acquire(acquireFields({ agentId: full.id }));
+        expect(
+          await rejection(client.acquire(acquireFields({ agentId: full.id, releaseFirst: { leaseId: lease!.id, epoch: lease!.epoch } }))),
+        ).toMatchObject({ status: Status.RESOURCE_EXHAUSTED, code: 'actor.pool.busy' });
+        expect(await client.isBusy({ agentId: held.id })).toEqual({ busy: false, activeLeases: 0 });
+        expect(await client.release({ leaseId: lease!.id, epoch: lease!.epoch })).toEqual({ released: false });
+        await client.release({ leaseId: blocker!.id, epoch: blocker!.epoch });
+      });
+
+      it('does not jump the queue: the slot it hands back goes to an older queued request first', async () => {
+        const agent = await createAgent({ concurrency: 1 });
+        const { lease: held } = await client.acquire(acquireFields({ agentId: agent.id, workId: 'tsk_holder' }));
+        const queued = client.acquire(acquireFields({ agentId: agent.id, workId: 'tsk_queued', wait: true, waitTimeoutMs: 30_000 }));
+        await until(async () => (await pool.repository.liveWaiterCount()) === 1, 'the request to queue');
+        const next = client.acquire(
+          acquireFields({
+            agentId: agent.id,
+            workId: 'tsk_holder_next',
+            wait: true,
+            waitTimeoutMs: 30_000,
+            releaseFirst: { leaseId: held!.id, epoch: held!.epoch },
+          }),
+        );
+        const first = await queued;
+        expect(first.lease!.workId).toBe('tsk_queued');
+        // The hand-back queued behind it, its release already done.
+        expect(await leaseRow(pool, held!.id)).toMatchObject({ end_reason: 'released' });
+        await client.release({ leaseId: first.lease!.id, epoch: first.lease!.epoch });
+        const second = await next;
+        expect(second).toMatchObject({ released: true, lease: { workId: 'tsk_holder_next' } });
+        await client.release({ leaseId: second.lease!.id, epoch: second.lease!.epoch });
+      });
+    });
+
     it('a zombie that froze past its TTL is refused on renew and release; only the new holder counts', async () => {
       const agent = await createAgent();
       const { lease: zombie } = await client.acquire(acquireFields({ agentId: agent.id, ttlMs: 200 }));
@@ -378,7 +478,7 @@ describe('PoolService over gRPC', () => {
       const agent = await createAgent();
       // A request queued through another replica that has not looked yet: only its row says it waits.
       const seq = await pool.repository.enqueueWaiter(
-        { ...(acquireFields({ agentId: agent.id, wait: true }) as Required<AcquireRequest>), ttlMs: 30_000, waitTimeoutMs: 60_000 },
+        { ...(acquireFields({ agentId: agent.id, wait: true }) as Required<AcquireRequest>), ttlMs: 30_000, waitTimeoutMs: 60_000, releaseFirst: null },
         10_000,
       );
       expect(await rejection(client.acquire(acquireFields({ agentType: agent.agentType })))).toMatchObject({

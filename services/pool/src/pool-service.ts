@@ -68,8 +68,8 @@ export function createPoolService({
   // Acquire, Renew and Release, as unary methods and as operations of a lease session.
   const leases: LeaseOperations = {
     async acquire(request, signal) {
-      const spec = parseAcquireRequest(request, defaults);
-      return { lease: encodeLease(await allocator.acquire(spec, signal)) };
+      const { lease, released } = await allocator.acquire(parseAcquireRequest(request, defaults), signal);
+      return { lease: encodeLease(lease), released };
     },
 
     async renew(request) {

@@ -2,7 +2,7 @@ import { and, asc, eq, fillPlaceholders, inArray, sql, type Placeholder, type SQ
 import { PgDialect } from 'drizzle-orm/pg-core';
 import { newId, type Database } from '@actor/kit';
 import type { AgentSpec } from '../domain/agent-spec.js';
-import type { AcquireSpec, LeaseProblem, LeaseWant } from '../domain/lease-request.js';
+import type { AcquireSpec, LeaseIdentity, LeaseProblem, LeaseWant } from '../domain/lease-request.js';
 import { StatementBatcher } from './statement-batcher.js';
 import { agentLeases, agentSlots, agents, leaseWaiters, poolInstances, type schema } from './schema.js';
 
@@ -126,50 +126,138 @@ const wantedFit = fitOf({
 });
 
 /**
- * The best `limit` slots free to a request (see grantLease), locked. Slots of one agent are
- * interchangeable: random ones, so that concurrent grants do not all race for the lowest free slot.
+ * Whether slot `s` holds no active lease. `endedHere` names leases the same statement ends before it
+ * grants: its snapshot still shows them active, so they are counted gone by id. The `offset 0` keeps
+ * this a lookup per slot on the unique index of active leases (agent, slot): as an anti-join, a
+ * generic plan may scan all of an agent's active leases for every slot it looks at.
  */
-function freeSlots(waiterSeq: SQL, limit: SQL): SQL {
-  return sql`
-    select s.agent_id, s.slot_no
-    from pool.agent_slots s
-    join pool.agents a on a.id = s.agent_id
-    where a.enabled
-      and s.slot_no < a.concurrency
-      and ${wantedFit} is not null
-      and not exists (
+const slotIsFree = (endedHere: SQL) => sql`not exists (
         select 1 from pool.agent_leases l
         where l.agent_id = s.agent_id and l.slot_no = s.slot_no
-          and l.ended_at is null and l.expires_at > statement_timestamp())
+          and l.ended_at is null and l.expires_at > statement_timestamp()
+          and l.id <> all (array(${endedHere}))
+        offset 0)`;
+
+/**
+ * Whether agent `a` may serve the request: enabled, fitting it, and not wanted by an older live waiter
+ * (`waiterSeq` is the request's place in the queue; null for a request that has not queued, which
+ * yields to every live waiter).
+ */
+const agentIsOpenTo = (waiterSeq: SQL) => sql`a.enabled
+      and ${wantedFit} is not null
       and not exists (
         select 1 from pool.lease_waiters w
         where w.alive_until > statement_timestamp()
           and (${waiterSeq} is null or w.seq < ${waiterSeq})
-          and ${fitOfWaiter} is not null)
+          and ${fitOfWaiter} is not null)`;
+
+const noLeaseEndsHere = sql`select null::text where false`;
+
+/**
+ * The best `limit` slots free to a request (see grantLease), locked: the batch form, which looks at
+ * every slot of every fitting agent. Slots of one agent are interchangeable: random ones, so that
+ * concurrent grants do not all race for the lowest free slot.
+ */
+function freeSlots(waiterSeq: SQL, limit: SQL, endedHere: SQL = noLeaseEndsHere): SQL {
+  return sql`
+    select s.agent_id, s.slot_no
+    from pool.agent_slots s
+    join pool.agents a on a.id = s.agent_id
+    where s.slot_no < a.concurrency
+      and ${agentIsOpenTo(waiterSeq)}
+      and ${slotIsFree(endedHere)}
     order by ${wantedFit}, a.name, random()
     limit ${limit}
     for update of s skip locked`;
 }
 
 /**
- * The grant: lock the best free slot, insert the lease, and (for a queued request) leave the queue,
- * in one statement, so a grant costs one round trip. A slot is free when no active lease holds it;
- * it is free *to this request* only when no older live waiter could use it (`waiterSeq` is this
- * request's place in the queue; null for a request that has not queued, which yields to every live
- * waiter). The slot row lock (SKIP LOCKED) keeps concurrent Acquires from choosing the same slot
- * while both run; one that started before another's grant committed can still pick that slot once
- * its lock is gone (its snapshot does not show the new lease), and the unique index on active leases
- * per slot is what makes that double grant impossible: the insert does nothing, and the statement
- * answers with a row without a lease, so the caller looks again. It commits synchronously (the
- * session's setting): a granted lease and its epoch must survive a database crash, or a slot and an
- * epoch could be handed out twice.
+ * The best slot free to one request, locked, looking no further than it must: agents in order of fit
+ * (then name), and in each the first free slot at or after a random one, wrapping around, each of
+ * those an index range scan that stops at the first free slot. Looking at every slot (freeSlots)
+ * made a grant's cost grow with an agent's concurrency (64 slots: a third of the statement's
+ * database time). Each agent is looked into only when the ones before it had no free slot, so only
+ * the slot returned is locked. Nothing when `grantable` is false.
+ */
+function freeSlot(waiterSeq: SQL, grantable: SQL, endedHere: SQL): SQL {
+  const firstFree = (range: SQL) => sql`(
+        select s.slot_no from pool.agent_slots s
+        where s.agent_id = ranked.id and ${range} and ${slotIsFree(endedHere)}
+        order by s.slot_no
+        limit 1
+        for update of s skip locked)`;
+  // The offsets fence each level: rows are ranked before any slot is looked for, and each ranked
+  // agent's slot is looked for once, only when the row is pulled.
+  return sql`
+    select agent_id, slot_no from (
+      select ranked.id as agent_id, coalesce(
+        ${firstFree(sql`s.slot_no >= ranked.start and s.slot_no < ranked.concurrency`)},
+        ${firstFree(sql`s.slot_no < least(ranked.start, ranked.concurrency)`)}) as slot_no
+      from (
+        select a.id, a.concurrency, floor(random() * a.concurrency)::int as start
+        from pool.agents a
+        where ${grantable} and ${agentIsOpenTo(waiterSeq)}
+        order by ${wantedFit}, a.name
+        offset 0) as ranked
+      offset 0) as candidate
+    where slot_no is not null
+    limit 1`;
+}
+
+/**
+ * Ends a lease its holder (id and epoch) still has open, as Release does: a lease past its deadline is
+ * recorded as expired at that deadline. Shared by the release statement and by grants that end a
+ * lease first. `ending` selects (id, epoch) pairs; `released` ends up holding each ended lease's id and
+ * end reason. The leases are locked in id order, so two statements sharing a lease (a retried
+ * release) cannot deadlock.
+ */
+const endLeases = (ending: SQL) => sql`
+    releasing as (
+      select l.id
+      from pool.agent_leases l
+      join (${ending}) as ending(id, epoch) on l.id = ending.id and l.epoch = ending.epoch
+      where l.ended_at is null
+      order by l.id
+      for update of l),
+    released as (
+      update pool.agent_leases l
+      set ended_at = least(statement_timestamp(), l.expires_at),
+          end_reason = case when l.expires_at > statement_timestamp() then 'released' else 'expired' end
+      from releasing
+      where l.id = releasing.id
+      returning l.id, l.end_reason)`;
+
+/**
+ * The grant: end the lease the request hands back (release_first), lock the best free slot, insert
+ * the lease, and (for a queued request) leave the queue, in one statement, so a grant costs one round
+ * trip. A slot is free when no active lease holds it (the lease handed back counts as gone: the
+ * statement's snapshot still shows it active); it is free *to this request* only when no older live
+ * waiter could use it (`waiterSeq` is this request's place in the queue; null for a request that has
+ * not queued, which yields to every live waiter). The slot row lock (SKIP LOCKED) keeps concurrent
+ * Acquires from choosing the same slot while both run; one that started before another's grant
+ * committed can still pick that slot once its lock is gone (its snapshot does not show the new
+ * lease), and the unique index on active leases per slot is what makes that double grant
+ * impossible: the insert does nothing, and the statement says a slot was picked without a lease, so
+ * the caller looks again. Nothing is granted when a lease to hand back was not released here (see
+ * grantBatch for why that is looked into afterwards). One row: the lease and agent granted (or
+ * null), how many slots were picked (0: none free), and the end reason of the lease handed back.
+ * Its parameters are scalars, so Postgres soon settles on one generic plan for it (an array's
+ * unknown length keeps it planning anew each time). It commits synchronously (the session's
+ * setting): a granted lease and its epoch must survive a database crash, or a slot and an epoch
+ * could be handed out twice.
  */
 const grantLease = (() => {
   const waiterSeq = sql`${placeholder('waiterSeq')}::bigint`;
+  const releaseId = sql`${placeholder('releaseId')}::text`;
   return hotStatement(
     'pool_grant_lease',
     sql`
-      with slot as (${freeSlots(waiterSeq, sql`1`)}),
+      with ${endLeases(sql`select ${releaseId}, ${placeholder('releaseEpoch')}::bigint where ${releaseId} is not null`)},
+      slot as (${freeSlot(
+        waiterSeq,
+        sql`(${releaseId} is null or exists (select 1 from released where end_reason = 'released'))`,
+        sql`select id from released`,
+      )}),
       granted as (
         insert into pool.agent_leases
           (id, agent_id, slot_no, work_type, work_id, project_id, request_id, acquired_at, expires_at)
@@ -184,21 +272,26 @@ const grantLease = (() => {
       dequeued as (
         delete from pool.lease_waiters
         where seq = ${waiterSeq} and exists (select 1 from granted))
-      select row_to_json(granted) as lease, row_to_json(a) as agent
-      from granted join pool.agents a on a.id = granted.agent_id
-      union all
-      -- A slot was picked but not granted: say so, so the caller looks again instead of queueing.
-      select null, null from slot where not exists (select 1 from granted)`,
+      select row_to_json(granted) as lease, row_to_json(a) as agent,
+             (select count(*) from slot) as picked, (select end_reason from released) as ended
+      from (select) as answer
+      left join granted on true
+      left join pool.agents a on a.id = granted.agent_id`,
   );
 })();
 
 /**
- * Many first tries of Acquire with the same want (agent, capability, type) in one statement: up to
- * one free slot each, handed out in request order, one commit for all (see StatementBatcher). A
- * request that got a slot but no lease (a lost race, a request id seen before) is tried again alone,
- * with grantLease's handling; one past the number of slots picked found none free. Only requests that
- * have not queued are batched: each of them yields to every live waiter, so their order among
- * themselves is all that is left to choose, and arrival order it is.
+ * First tries of Acquire with the same want (agent, capability, type) in one statement: up to one
+ * free slot each, handed out in request order, one commit for all (see StatementBatcher). A request
+ * may name a lease of its holder's to end first (release_first): those are ended as the release
+ * statement ends them, and their slots count as free to this grant. A request whose lease to end
+ * was not released here gets no slot (see grantBatch). Answers with a row per request, in order: its lease and
+ * agent when granted, its rank among the requests that could be granted (null for one that could
+ * not), the end reason of the lease it ended here, and how many slots were picked: a ranked request
+ * past that number found none free (no second look), one within it lost a race or met its request
+ * id's earlier lease and is tried again alone, with grantLease's handling. Only requests that have
+ * not queued are batched: each of them yields to every live waiter, so their order among themselves
+ * is all that is left to choose, and arrival order it is.
  */
 const grantLeases = hotStatement(
   'pool_grant_leases',
@@ -206,23 +299,33 @@ const grantLeases = hotStatement(
     with wanted as (
       select * from unnest(${placeholder('leaseIds')}::text[], ${placeholder('workTypes')}::text[],
                            ${placeholder('workIds')}::text[], ${placeholder('projectIds')}::text[],
-                           ${placeholder('requestIds')}::text[], ${placeholder('ttlMs')}::double precision[])
-        with ordinality as w(lease_id, work_type, work_id, project_id, request_id, ttl_ms, n)),
-    picked as (${freeSlots(sql`null::bigint`, sql`${placeholder('count')}::int`)}),
-    slot as (select agent_id, slot_no, row_number() over () as n from picked),
+                           ${placeholder('requestIds')}::text[], ${placeholder('ttlMs')}::double precision[],
+                           ${placeholder('releaseIds')}::text[], ${placeholder('releaseEpochs')}::bigint[])
+        with ordinality as w(lease_id, work_type, work_id, project_id, request_id, ttl_ms, release_id, release_epoch, n)),
+    ${endLeases(sql`select release_id, release_epoch from wanted where release_id is not null`)},
+    grantable as (
+      select wanted.*, row_number() over (order by wanted.n) as rank
+      from wanted
+      where wanted.release_id is null
+         or exists (select 1 from released where released.id = wanted.release_id and released.end_reason = 'released')),
+    picked as (${freeSlots(sql`null::bigint`, sql`(select count(*) from grantable)`, sql`select id from released`)}),
+    slot as (select agent_id, slot_no, row_number() over () as rank from picked),
     granted as (
       insert into pool.agent_leases
         (id, agent_id, slot_no, work_type, work_id, project_id, request_id, acquired_at, expires_at)
-      select wanted.lease_id, slot.agent_id, slot.slot_no, wanted.work_type, wanted.work_id, wanted.project_id,
-             wanted.request_id, statement_timestamp(), ${fromNow(sql`wanted.ttl_ms`)}
-      from wanted join slot on slot.n = wanted.n
+      select grantable.lease_id, slot.agent_id, slot.slot_no, grantable.work_type, grantable.work_id,
+             grantable.project_id, grantable.request_id, statement_timestamp(), ${fromNow(sql`grantable.ttl_ms`)}
+      from grantable join slot on slot.rank = grantable.rank
       on conflict do nothing
       returning *)
-    select row_to_json(granted) as lease, row_to_json(a) as agent, null::bigint as picked
-    from granted join pool.agents a on a.id = granted.agent_id
-    union all
-    -- How many slots were picked: requests past that number found none free (no second look).
-    select null, null, (select count(*) from slot)`,
+    select row_to_json(granted) as lease, row_to_json(a) as agent, grantable.rank,
+           (select end_reason from released where released.id = wanted.release_id limit 1) as ended,
+           (select count(*) from slot) as picked
+    from wanted
+    left join grantable on grantable.n = wanted.n
+    left join granted on granted.id = wanted.lease_id
+    left join pool.agents a on a.id = granted.agent_id
+    order by wanted.n`,
 );
 
 /**
@@ -231,28 +334,15 @@ const grantLeases = hotStatement(
  * `commitMode` is the transaction's synchronous_commit: 'off' commits without waiting for the WAL
  * flush, null keeps the session's setting. Set with `set_config(..., true)`, it lasts for this
  * statement's transaction only, so the grants that follow on the same connection still commit
- * synchronously. The leases are locked in id order, so two batches sharing a lease (a retried release)
- * cannot deadlock.
+ * synchronously.
  */
 const releaseLeases = hotStatement(
   'pool_release_leases',
   sql`
     with durability as (
       select set_config('synchronous_commit', coalesce(${placeholder('commitMode')}::text, current_setting('synchronous_commit')), true)),
-    releasing as (
-      select l.id
-      from pool.agent_leases l
-      join unnest(${placeholder('leaseIds')}::text[], ${placeholder('epochs')}::bigint[]) as wanted(id, epoch)
-        on l.id = wanted.id and l.epoch = wanted.epoch
-      where l.ended_at is null
-      order by l.id
-      for update of l)
-    update pool.agent_leases l
-    set ended_at = least(statement_timestamp(), l.expires_at),
-        end_reason = case when l.expires_at > statement_timestamp() then 'released' else 'expired' end
-    from releasing, durability
-    where l.id = releasing.id
-    returning l.id, l.end_reason`,
+    ${endLeases(sql`select * from unnest(${placeholder('leaseIds')}::text[], ${placeholder('epochs')}::bigint[])`)}
+    select released.id, released.end_reason from released, durability`,
 );
 
 /**
@@ -315,6 +405,14 @@ function agentFromJson(json: Record<string, unknown>): AgentRow {
 
 export type CreateAgentOutcome = { row: AgentRow } | { nameTaken: true };
 export type ReleaseOutcome = { released: boolean } | { problem: LeaseProblem };
+
+/** An Acquire's first try. */
+export interface FirstGrant {
+  /** The lease taken; undefined when no slot was free to the request (or its release was refused). */
+  granted: LeaseWithAgent | undefined;
+  /** What became of the request's `releaseFirst` lease; undefined when it named none. A problem means nothing was granted. */
+  released?: ReleaseOutcome;
+}
 export type DeleteAgentOutcome = 'deleted' | 'missing' | 'leased';
 
 class AgentHoldsLeases extends Error {}
@@ -342,7 +440,7 @@ export class PoolRepository {
   private readonly releaseCommitMode: string | null;
   private readonly releases: StatementBatcher<{ leaseId: string; epoch: number }, ReleaseOutcome>;
   /** First tries of Acquire in flight, batched per want; a want's batcher goes when it is idle. */
-  private readonly firstGrants = new Map<string, StatementBatcher<AcquireSpec, LeaseWithAgent | undefined>>();
+  private readonly firstGrants = new Map<string, StatementBatcher<AcquireSpec, FirstGrant>>();
   private readonly statementsInFlight: number;
 
   constructor(
@@ -478,7 +576,11 @@ export class PoolRepository {
    * A request's first try, before it queues: with others of the same want that arrive while such
    * statements are in flight, in one statement (grantLeases); alone otherwise.
    */
-  async tryAcquireFirst(spec: AcquireSpec): Promise<LeaseWithAgent | undefined> {
+  /**
+   * An Acquire's first try: its `releaseFirst` lease ended and the best free slot taken, in one
+   * statement shared with the other first tries of the same want in flight.
+   */
+  async tryAcquireFirst(spec: AcquireSpec): Promise<FirstGrant> {
     const want = `${spec.agentId}\u0000${spec.capability}\u0000${spec.agentType}`;
     let batcher = this.firstGrants.get(want);
     if (!batcher) {
@@ -493,39 +595,97 @@ export class PoolRepository {
     return batcher.submit(spec);
   }
 
-  private async grantBatch(specs: AcquireSpec[]): Promise<Array<LeaseWithAgent | undefined>> {
-    if (specs.length === 1) return [await this.tryAcquire(specs[0]!, null)];
+  private async grantBatch(specs: AcquireSpec[]): Promise<FirstGrant[]> {
+    if (specs.length === 1) return [await this.grantFirst(specs[0]!)];
     const leaseIds = specs.map(() => newId('lse'));
     const [first] = specs;
     const rows = await this.runHot<{
       lease: Record<string, unknown> | null;
       agent: Record<string, unknown> | null;
-      picked: string | number | null;
+      rank: string | number | null;
+      ended: string | null;
+      picked: string | number;
     }>(grantLeases, {
       agentId: first!.agentId,
       capability: first!.capability,
       agentType: first!.agentType,
-      count: specs.length,
       leaseIds,
       workTypes: specs.map((spec) => spec.workType),
       workIds: specs.map((spec) => spec.workId),
       projectIds: specs.map((spec) => spec.projectId),
       requestIds: specs.map((spec) => spec.requestId || null),
       ttlMs: specs.map((spec) => spec.ttlMs),
+      releaseIds: specs.map((spec) => spec.releaseFirst?.leaseId ?? null),
+      releaseEpochs: specs.map((spec) => spec.releaseFirst?.epoch ?? null),
     });
-    const granted = new Map<string, LeaseWithAgent>();
-    let picked = 0;
-    for (const row of rows) {
-      if (row.lease && row.agent) granted.set(String(row.lease.id), { lease: leaseFromJson(row.lease), agent: agentFromJson(row.agent) });
-      else picked = Number(row.picked);
-    }
+    // A lease named by two requests of one batch was ended once: by the first.
+    const endedOnce = new Set<string>();
     return Promise.all(
-      specs.map(async (spec, index) => {
-        const lease = granted.get(leaseIds[index]!);
-        if (lease) return lease;
-        return index < picked ? this.tryAcquire(spec, null) : undefined;
+      specs.map((spec, index) => {
+        const row = rows[index]!;
+        let ended = row.ended;
+        if (ended !== null && spec.releaseFirst) {
+          if (endedOnce.has(spec.releaseFirst.leaseId)) ended = null;
+          endedOnce.add(spec.releaseFirst.leaseId);
+        }
+        return this.settleFirstGrant(spec, row, ended, row.rank !== null && Number(row.rank) > Number(row.picked));
       }),
     );
+  }
+
+  /** A first try alone: a plain grant, or one that hands a lease back in the same statement. */
+  private async grantFirst(spec: AcquireSpec): Promise<FirstGrant> {
+    if (!spec.releaseFirst) return { granted: await this.tryAcquire(spec, null) };
+    const row = await this.runGrant(spec, null, spec.releaseFirst);
+    return this.settleFirstGrant(spec, row, row.ended, Number(row.picked) === 0);
+  }
+
+  /**
+   * What a first try's answer means for its request. `ended` is the end reason of the lease it
+   * handed back, when the statement ended it; `noneFree` says the statement found no slot free to it.
+   */
+  private async settleFirstGrant(
+    spec: AcquireSpec,
+    row: { lease: Record<string, unknown> | null; agent: Record<string, unknown> | null },
+    ended: string | null,
+    noneFree: boolean,
+  ): Promise<FirstGrant> {
+    let released: ReleaseOutcome | undefined;
+    if (spec.releaseFirst) {
+      const { leaseId, epoch } = spec.releaseFirst;
+      if (ended === null) released = await this.releaseOutcomeOfEnded(leaseId, epoch);
+      else released = ended === 'released' ? { released: true } : { problem: 'expired' };
+      if ('problem' in released) return { granted: undefined, released };
+      // Its holder had released it already (a retried call): the statement granted nothing; look now.
+      if (!released.released) return { granted: await this.tryAcquire(spec, null), released };
+    }
+    if (row.lease && row.agent) return { granted: { lease: leaseFromJson(row.lease), agent: agentFromJson(row.agent) }, released };
+    // Picked a slot but got no lease (a lost race, a request id seen before): look again alone.
+    return { granted: noneFree ? undefined : await this.tryAcquire(spec, null), released };
+  }
+
+  /** One run of the grant statement (see grantLease). */
+  private async runGrant(spec: AcquireSpec, waiterSeq: number | null, releaseFirst: LeaseIdentity | null) {
+    const [row] = await this.runHot<{
+      lease: Record<string, unknown> | null;
+      agent: Record<string, unknown> | null;
+      picked: string | number;
+      ended: string | null;
+    }>(grantLease, {
+      agentId: spec.agentId,
+      capability: spec.capability,
+      agentType: spec.agentType,
+      waiterSeq,
+      releaseId: releaseFirst?.leaseId ?? null,
+      releaseEpoch: releaseFirst?.epoch ?? null,
+      leaseId: newId('lse'),
+      workType: spec.workType,
+      workId: spec.workId,
+      projectId: spec.projectId,
+      requestId: spec.requestId || null,
+      ttlMs: spec.ttlMs,
+    });
+    return row!;
   }
 
   /**
@@ -533,25 +693,10 @@ export class PoolRepository {
    * `grantLease` for what free means and why two Acquires can never both take one slot).
    */
   async tryAcquire(spec: AcquireSpec, waiterSeq: number | null): Promise<LeaseWithAgent | undefined> {
-    const values = {
-      agentId: spec.agentId,
-      capability: spec.capability,
-      agentType: spec.agentType,
-      waiterSeq,
-      leaseId: newId('lse'),
-      workType: spec.workType,
-      workId: spec.workId,
-      projectId: spec.projectId,
-      requestId: spec.requestId || null,
-      ttlMs: spec.ttlMs,
-    };
     for (let attempt = 0; attempt < 3; attempt++) {
-      const [granted] = await this.runHot<{ lease: Record<string, unknown> | null; agent: Record<string, unknown> | null }>(
-        grantLease,
-        values,
-      );
-      if (!granted) return undefined; // no slot free to this request
+      const granted = await this.runGrant(spec, waiterSeq, null);
       if (granted.lease && granted.agent) return { lease: leaseFromJson(granted.lease), agent: agentFromJson(granted.agent) };
+      if (Number(granted.picked) === 0) return undefined; // no slot free to this request
       // The insert met a unique index. This request id's lease already exists (a retry): that is the answer.
       if (spec.requestId) {
         const earlier = await this.findLeaseByRequestId(spec.requestId);
@@ -620,12 +765,17 @@ export class PoolRepository {
           ended.delete(leaseId);
           return endReason === 'released' ? { released: true } : { problem: 'expired' };
         }
-        const problem = await this.diagnose(leaseId, epoch);
-        // Only a lease its holder released is "already released"; one that ran out was lost, and its
-        // holder must learn that its work under it does not count.
-        return problem === 'released' ? { released: false } : { problem };
+        return this.releaseOutcomeOfEnded(leaseId, epoch);
       }),
     );
+  }
+
+  /** The outcome of releasing a lease a release statement did not end. */
+  private async releaseOutcomeOfEnded(leaseId: string, epoch: number): Promise<ReleaseOutcome> {
+    const problem = await this.diagnose(leaseId, epoch);
+    // Only a lease its holder released is "already released"; one that ran out was lost, and its
+    // holder must learn that its work under it does not count.
+    return problem === 'released' ? { released: false } : { problem };
   }
 
   private async diagnose(leaseId: string, epoch: number): Promise<LeaseProblem> {

@@ -77,6 +77,7 @@ describe('batched grants and releases in the repository', () => {
       ttlMs: 60_000,
       wait: false,
       waitTimeoutMs: 0,
+      releaseFirst: null,
     };
   }
 
@@ -87,7 +88,7 @@ describe('batched grants and releases in the repository', () => {
     // The same request id twice: the second gets the first's lease, not a slot of its own.
     requests.push(spec(agent!.agentType, 100, 'req_batch_twice'), spec(agent!.agentType, 101, 'req_batch_twice'));
     const outcomes = await Promise.all(requests.map((request) => pool.repository.tryAcquireFirst(request)));
-    const granted = outcomes.filter((outcome) => outcome !== undefined);
+    const granted = outcomes.flatMap(({ granted }) => (granted ? [granted] : []));
     const slots = new Set(granted.map(({ lease }) => lease.slotNo));
     const leaseIds = new Set(granted.map(({ lease }) => lease.id));
     expect(leaseIds.size).toBe(slots.size);
@@ -104,11 +105,41 @@ describe('batched grants and releases in the repository', () => {
     expect(await pool.repository.activeLeaseCount(agent!.id)).toBe(0);
   });
 
+  it('hands back leases in a batch: each release ends its lease and frees its slot for that batch, a refused one grants nothing', async () => {
+    const client = createClient(PoolServiceDefinition, pool.address);
+    const { agent } = await client.createAgent({ agent: agentFields({ concurrency: 6 }) });
+    const held = await Promise.all(
+      Array.from({ length: 6 }, async (_, index) => (await pool.repository.tryAcquireFirst(spec(agent!.agentType, 300 + index))).granted!),
+    );
+    // Every slot is taken: the new leases can only come from the slots handed back in the same statements.
+    const outcomes = await Promise.all(
+      held.map(({ lease }, index) =>
+        pool.repository.tryAcquireFirst({
+          ...spec(agent!.agentType, 400 + index),
+          releaseFirst: { leaseId: lease.id, epoch: lease.epoch + (index === 3 ? 1 : 0) },
+        }),
+      ),
+    );
+    expect(outcomes.map((outcome) => outcome.released)).toEqual([
+      { released: true },
+      { released: true },
+      { released: true },
+      { problem: 'stale' },
+      { released: true },
+      { released: true },
+    ]);
+    expect(outcomes.map((outcome) => outcome.granted !== undefined)).toEqual([true, true, true, false, true, true]);
+    const slots = outcomes.flatMap(({ granted }) => (granted ? [granted.lease.slotNo] : []));
+    expect(new Set(slots).size).toBe(5);
+    // Five new leases and the one whose hand-back was refused.
+    expect(await pool.repository.activeLeaseCount(agent!.id)).toBe(6);
+  });
+
   it('answers each release of a batch for itself: a stale epoch among good ones is refused alone', async () => {
     const client = createClient(PoolServiceDefinition, pool.address);
     const { agent } = await client.createAgent({ agent: agentFields({ concurrency: 4 }) });
     const granted = await Promise.all(
-      Array.from({ length: 4 }, (_, index) => pool.repository.tryAcquireFirst(spec(agent!.agentType, 200 + index))),
+      Array.from({ length: 4 }, async (_, index) => (await pool.repository.tryAcquireFirst(spec(agent!.agentType, 200 + index))).granted),
     );
     const outcomes = await Promise.all(
       granted.map((item, index) => pool.repository.releaseLease(item!.lease.id, item!.lease.epoch + (index === 2 ? 1 : 0))),

@@ -13,6 +13,7 @@ const request: AcquireRequest = {
   ttlMs: 0,
   wait: false,
   waitTimeoutMs: 0,
+  releaseFirst: undefined,
 };
 
 describe('lease requests', () => {
@@ -30,6 +31,17 @@ describe('lease requests', () => {
     );
     expect(() => parseAcquireRequest({ ...request, ttlMs: -5 }, { ttlMs: 1 })).toThrow('ttl_ms must not be negative');
     expect(() => parseAcquireRequest({ ...request, workType: 'Task!' }, { ttlMs: 1 })).toThrow('work_type must be lowercase');
+  });
+
+  it('reads a lease to end first, which needs its id and epoch', () => {
+    expect(parseAcquireRequest(request, { ttlMs: 1 }).releaseFirst).toBeNull();
+    expect(parseAcquireRequest({ ...request, releaseFirst: { leaseId: 'lse_1', epoch: 2 } }, { ttlMs: 1 }).releaseFirst).toEqual({
+      leaseId: 'lse_1',
+      epoch: 2,
+    });
+    expect(() => parseAcquireRequest({ ...request, releaseFirst: { leaseId: 'lse_1', epoch: 0 } }, { ttlMs: 1 })).toThrow(
+      'release_first.epoch is required',
+    );
   });
 
   it('requires the lease id and the epoch to renew or release', () => {

@@ -21,6 +21,14 @@ export interface AcquireSpec extends LeaseWant {
   ttlMs: number;
   wait: boolean;
   waitTimeoutMs: number;
+  /** A lease of the caller's to end in the grant's statement (AcquireRequest.release_first); null for none. */
+  releaseFirst: LeaseIdentity | null;
+}
+
+/** A lease as its holder names it: id and the epoch it was granted with. */
+export interface LeaseIdentity {
+  leaseId: string;
+  epoch: number;
 }
 
 export interface LeaseDefaults {
@@ -56,24 +64,29 @@ const acquireSchema = z.object({
   waitTimeoutMs: durationSchema(maxWaitTimeoutMs),
 });
 
-export function parseAcquireRequest(request: AcquireRequest, defaults: LeaseDefaults): AcquireSpec {
-  const result = acquireSchema.safeParse(request);
-  if (!result.success) throw invalidArgument('', result.error);
-  const spec = result.data;
-  return {
-    ...spec,
-    ttlMs: spec.ttlMs || defaults.ttlMs,
-    waitTimeoutMs: spec.waitTimeoutMs || defaultWaitTimeoutMs,
-  };
-}
-
 const leaseIdentitySchema = z.object({
   leaseId: z.string().min(1, 'is required').max(200, 'must be at most 200 characters'),
   epoch: z.number().int('must be an integer').min(1, 'is required (the epoch the lease was granted with)'),
 });
 
+// Built once: constructing a zod schema costs far more than a parse, and this runs on every Acquire.
+const acquireWithReleaseSchema = acquireSchema.extend({ releaseFirst: leaseIdentitySchema.optional() });
+const renewSchema = leaseIdentitySchema.extend({ ttlMs: durationSchema(maxTtlMs) });
+
+export function parseAcquireRequest(request: AcquireRequest, defaults: LeaseDefaults): AcquireSpec {
+  const result = acquireWithReleaseSchema.safeParse(request);
+  if (!result.success) throw invalidArgument('', result.error);
+  const { releaseFirst, ...spec } = result.data;
+  return {
+    ...spec,
+    ttlMs: spec.ttlMs || defaults.ttlMs,
+    waitTimeoutMs: spec.waitTimeoutMs || defaultWaitTimeoutMs,
+    releaseFirst: releaseFirst ? { leaseId: releaseFirst.leaseId, epoch: releaseFirst.epoch } : null,
+  };
+}
+
 export function parseRenewRequest(request: RenewRequest, defaults: LeaseDefaults) {
-  const result = leaseIdentitySchema.extend({ ttlMs: durationSchema(maxTtlMs) }).safeParse(request);
+  const result = renewSchema.safeParse(request);
   if (!result.success) throw invalidArgument('', result.error);
   return { ...result.data, ttlMs: result.data.ttlMs || defaults.ttlMs };
 }

@@ -153,12 +153,29 @@ export interface AcquireRequest {
   wait: boolean;
   /** Longest time to queue, in milliseconds; 0 means 60 s. */
   waitTimeoutMs: number;
+  /**
+   * A lease of the caller's to end before the grant, in the same database statement: "hand back this
+   * slot and take the next". A worker that goes from one work item straight to the next saves the
+   * Release round trip, and its old slot is free to this grant (and to any caller the queue puts
+   * first). It is ended exactly as Release ends it, and takes effect even when no slot is granted
+   * (busy, queued, timed out): the caller holds it no longer. When Release would refuse it (stale
+   * epoch, unknown, expired) nothing is granted and the Acquire fails with Release's ABORTED error; a
+   * lease its holder already released (a retried call) is no error. Unset: nothing to end.
+   */
+  releaseFirst: ReleaseRequest | undefined;
 }
 
 /** AcquireResponse carries the lease. */
 export interface AcquireResponse {
   /** The granted lease. */
-  lease: Lease | undefined;
+  lease:
+    | Lease
+    | undefined;
+  /**
+   * With release_first: true when this call ended that lease, false when its holder had already
+   * released it. False without release_first.
+   */
+  released: boolean;
 }
 
 /** RenewRequest extends a lease. */
@@ -1465,6 +1482,7 @@ function createBaseAcquireRequest(): AcquireRequest {
     ttlMs: 0,
     wait: false,
     waitTimeoutMs: 0,
+    releaseFirst: undefined,
   };
 }
 
@@ -1499,6 +1517,9 @@ export const AcquireRequest: MessageFns<AcquireRequest> = {
     }
     if (message.waitTimeoutMs !== 0) {
       writer.uint32(80).int64(message.waitTimeoutMs);
+    }
+    if (message.releaseFirst !== undefined) {
+      ReleaseRequest.encode(message.releaseFirst, writer.uint32(90).fork()).join();
     }
     return writer;
   },
@@ -1596,6 +1617,14 @@ export const AcquireRequest: MessageFns<AcquireRequest> = {
             message.waitTimeoutMs = longToNumber(reader.int64());
             continue;
           }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.releaseFirst = ReleaseRequest.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1652,6 +1681,11 @@ export const AcquireRequest: MessageFns<AcquireRequest> = {
         : isSet(object.wait_timeout_ms)
         ? globalThis.Number(object.wait_timeout_ms)
         : 0,
+      releaseFirst: isSet(object.releaseFirst)
+        ? ReleaseRequest.fromJSON(object.releaseFirst)
+        : isSet(object.release_first)
+        ? ReleaseRequest.fromJSON(object.release_first)
+        : undefined,
     };
   },
 
@@ -1687,6 +1721,9 @@ export const AcquireRequest: MessageFns<AcquireRequest> = {
     if (message.waitTimeoutMs !== 0) {
       obj.waitTimeoutMs = Math.round(message.waitTimeoutMs);
     }
+    if (message.releaseFirst !== undefined) {
+      obj.releaseFirst = ReleaseRequest.toJSON(message.releaseFirst);
+    }
     return obj;
   },
 
@@ -1705,18 +1742,24 @@ export const AcquireRequest: MessageFns<AcquireRequest> = {
     message.ttlMs = object.ttlMs ?? 0;
     message.wait = object.wait ?? false;
     message.waitTimeoutMs = object.waitTimeoutMs ?? 0;
+    message.releaseFirst = (object.releaseFirst !== undefined && object.releaseFirst !== null)
+      ? ReleaseRequest.fromPartial(object.releaseFirst)
+      : undefined;
     return message;
   },
 };
 
 function createBaseAcquireResponse(): AcquireResponse {
-  return { lease: undefined };
+  return { lease: undefined, released: false };
 }
 
 export const AcquireResponse: MessageFns<AcquireResponse> = {
   encode(message: AcquireResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.lease !== undefined) {
       Lease.encode(message.lease, writer.uint32(10).fork()).join();
+    }
+    if (message.released !== false) {
+      writer.uint32(16).bool(message.released);
     }
     return writer;
   },
@@ -1742,6 +1785,14 @@ export const AcquireResponse: MessageFns<AcquireResponse> = {
             message.lease = Lease.decode(reader, reader.uint32());
             continue;
           }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.released = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1755,13 +1806,19 @@ export const AcquireResponse: MessageFns<AcquireResponse> = {
   },
 
   fromJSON(object: any): AcquireResponse {
-    return { lease: isSet(object.lease) ? Lease.fromJSON(object.lease) : undefined };
+    return {
+      lease: isSet(object.lease) ? Lease.fromJSON(object.lease) : undefined,
+      released: isSet(object.released) ? globalThis.Boolean(object.released) : false,
+    };
   },
 
   toJSON(message: AcquireResponse): unknown {
     const obj: any = {};
     if (message.lease !== undefined) {
       obj.lease = Lease.toJSON(message.lease);
+    }
+    if (message.released !== false) {
+      obj.released = message.released;
     }
     return obj;
   },
@@ -1772,6 +1829,7 @@ export const AcquireResponse: MessageFns<AcquireResponse> = {
   fromPartial(object: DeepPartial<AcquireResponse>): AcquireResponse {
     const message = createBaseAcquireResponse();
     message.lease = (object.lease !== undefined && object.lease !== null) ? Lease.fromPartial(object.lease) : undefined;
+    message.released = object.released ?? false;
     return message;
   },
 };

@@ -1,12 +1,15 @@
 /**
  * Where an Acquire's database time goes, without gRPC: acquire -> release cycles per second straight
- * through the pool repository on one Postgres connection, then EXPLAIN ANALYZE of the grant statement
+ * through the pool repository on one Postgres connection, as two statements (grant, release) and as one
+ * (each grant handing the previous lease back, release_first), with the Postgres backend's CPU time per
+ * cycle (from /proc: Postgres must run on this machine); then EXPLAIN ANALYZE of the grant statement
  * as the repository prepares it (named), first run against a later run: once Postgres settles on a
  * generic plan, planning time all but disappears. A fresh database is created and dropped afterwards.
  *
  *   npx tsx bench/lease/grant-plan-benchmark.ts
- *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres CYCLES=3000 npx tsx bench/lease/grant-plan-benchmark.ts
+ *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres CYCLES=3000 SLOTS=64 npx tsx bench/lease/grant-plan-benchmark.ts
  */
+import { readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
@@ -16,6 +19,17 @@ import { schema } from '../../services/pool/src/db/schema.js';
 
 const baseUrl = process.env.BENCH_DATABASE_URL ?? process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const cycles = Number(process.env.CYCLES ?? 3_000);
+const slots = Number(process.env.SLOTS ?? 64);
+
+/** CPU time (user + system) of a process in µs, from /proc; NaN where there is none. */
+function processCpuMicros(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10_000; // clock ticks of 10 ms
+  } catch {
+    return Number.NaN;
+  }
+}
 
 interface NamedQuery {
   name?: string;
@@ -52,7 +66,7 @@ try {
 
   const repository = new PoolRepository(database.db);
   await repository.createAgent(
-    { name: 'bench', description: '', agentType: 'bench', capabilities: ['*'], configuration: {}, enabled: true, concurrency: 64 },
+    { name: 'bench', description: '', agentType: 'bench', capabilities: ['*'], configuration: {}, enabled: true, concurrency: slots },
     '',
   );
   const spec = {
@@ -68,12 +82,28 @@ try {
     waitTimeoutMs: 0,
     releaseFirst: null,
   };
-  const startedAt = performance.now();
-  for (let index = 0; index < cycles; index++) {
+  const { rows } = await (client as unknown as pg.Pool).query<{ pid: number }>('select pg_backend_pid() as pid');
+  const backendPid = rows[0]!.pid;
+  /** Runs `cycle` `cycles` times: cycles per second and the backend's CPU µs per cycle. */
+  const measure = async (cycle: () => Promise<void>) => {
+    const cpuBefore = processCpuMicros(backendPid);
+    const startedAt = performance.now();
+    for (let index = 0; index < cycles; index++) await cycle();
+    return {
+      perSecond: cycles / ((performance.now() - startedAt) / 1000),
+      backendMicros: (processCpuMicros(backendPid) - cpuBefore) / cycles,
+    };
+  };
+  const twoStatements = await measure(async () => {
     const granted = await repository.tryAcquire(spec, null);
     await repository.releaseLease(granted!.lease.id, granted!.lease.epoch);
-  }
-  const perSecond = cycles / ((performance.now() - startedAt) / 1000);
+  });
+  let held = (await repository.tryAcquireFirst(spec)).granted!;
+  const handedBack = await measure(async () => {
+    const next = await repository.tryAcquireFirst({ ...spec, releaseFirst: { leaseId: held.lease.id, epoch: held.lease.epoch } });
+    held = next.granted!;
+  });
+  await repository.releaseLease(held.lease.id, held.lease.epoch);
   await database.close();
 
   const grant = sent.get('pool_grant_lease');
@@ -101,8 +131,10 @@ try {
   }
   await explainer.end();
 
-  lines.push(`\nPool repository on Postgres (${url.host}), one connection, no gRPC, 64 slots\n`);
-  lines.push(`acquire -> release cycles: ${cycles}, ${perSecond.toFixed(0)} per second\n`);
+  lines.push(`\nPool repository on Postgres (${url.host}), one connection, no gRPC, one agent of ${slots} slots, ${cycles} cycles each\n`);
+  lines.push('| acquire -> release cycle | per second | Postgres backend CPU µs per cycle |', '| --- | ---: | ---: |');
+  lines.push(`| grant, then release (2 statements) | ${twoStatements.perSecond.toFixed(0)} | ${twoStatements.backendMicros.toFixed(0)} |`);
+  lines.push(`| grant handing the last lease back (1 statement) | ${handedBack.perSecond.toFixed(0)} | ${handedBack.backendMicros.toFixed(0)} |\n`);
   lines.push('| grant run (same session) | planning ms | execution ms |', '| ---: | ---: | ---: |');
   for (const timing of timings) lines.push(`| ${timing.run} | ${timing.planningMs.toFixed(3)} | ${timing.executionMs.toFixed(3)} |`);
 } finally {

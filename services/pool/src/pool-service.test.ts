@@ -154,6 +154,23 @@ describe('PoolService over gRPC', () => {
       await client.release({ leaseId: explicit.lease!.id, epoch: explicit.lease!.epoch });
     });
 
+    it('fills the agent first by name before the next, and takes every free slot of a wide agent', async () => {
+      const agentType = `order-${Date.now()}`;
+      const second = await createAgent({ name: `${agentType}-b`, agentType, concurrency: 2 });
+      const first = await createAgent({ name: `${agentType}-a`, agentType, concurrency: 12 });
+      // A slot is looked for from a random one, wrapping around: twelve grants must still find all twelve.
+      const leases = [];
+      for (let index = 0; index < 14; index++) leases.push((await client.acquire(acquireFields({ agentType }))).lease!);
+      expect(leases.slice(0, 12).map((lease) => lease.agent!.id)).toEqual(Array(12).fill(first.id));
+      expect(leases.slice(12).map((lease) => lease.agent!.id)).toEqual([second.id, second.id]);
+      const slots = await pool.database.db.execute(
+        sql`select distinct slot_no from pool.agent_leases where agent_id = ${first.id} and ended_at is null`,
+      );
+      expect((slots as unknown as { rows: unknown[] }).rows).toHaveLength(12);
+      expect(await rejection(client.acquire(acquireFields({ agentType })))).toMatchObject({ code: 'actor.pool.busy' });
+      for (const lease of leases) await client.release({ leaseId: lease.id, epoch: lease.epoch });
+    });
+
     it('a capability request without a type takes any agent serving it, "*" included', async () => {
       const capability = `cap-${Date.now()}`;
       const wildcard = await createAgent({ capabilities: ['*'] });

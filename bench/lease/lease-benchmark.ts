@@ -1,7 +1,8 @@
 /**
  * Lease throughput: acquire -> release cycles per second and acquire latency (p50/p99) against the pool
  * service (gRPC, on Postgres) with 1, 16 and 64 concurrent workers: over one LeaseSession stream, as
- * execution calls it, and over unary calls, the pool server running in its own
+ * execution calls it, the same with each lease handed back by the worker's next Acquire
+ * (release_first: one operation per cycle), and over unary calls, the pool server running in its own
  * process (`node --import tsx services/pool/src/main.ts`, as the platform runs it, so client and server
  * do not share an event loop), once as configured by default and once with
  * POOL_RELEASE_SYNCHRONOUS_COMMIT=true (a disk sync per release too, as graphile-worker does per
@@ -330,7 +331,9 @@ function printTable(): void {
   }
   console.log(
     '\nactor pool: one cycle = Acquire (wait, fencing epoch, database-clock deadline) + Release to the pool service,' +
-      '\nas two operations on one LeaseSession stream (how execution calls it) or as two unary gRPC calls; the pool' +
+      '\nas two operations on one LeaseSession stream (how execution calls it) or as two unary gRPC calls, or, for a' +
+      '\nworker going from one item to the next, as one: each Acquire hands the last lease back (release_first), so a' +
+      '\ncycle is one operation and one statement that ends a lease and grants one; the pool' +
       '\nin its own process or in this one; a grant and a release statement: the grant commits synchronously (waits' +
       '\nfor the WAL flush), the release by default does not (POOL_RELEASE_SYNCHRONOUS_COMMIT); grants (of one want)' +
       '\nand releases that arrive while POOL_BATCH_AFTER_IN_FLIGHT statements of their kind run go out together.' +

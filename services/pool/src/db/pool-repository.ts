@@ -175,9 +175,9 @@ function freeSlots(waiterSeq: SQL, limit: SQL, endedHere: SQL = noLeaseEndsHere)
  * The best slot free to one request, locked, looking no further than it must: agents in order of fit
  * (then name), and in each the first free slot at or after a random one, wrapping around, each of
  * those an index range scan that stops at the first free slot. Looking at every slot (freeSlots)
- * made a grant's cost grow with an agent's concurrency (64 slots: a third of the statement's
- * database time). Each agent is looked into only when the ones before it had no free slot, so only
- * the slot returned is locked. Nothing when `grantable` is false.
+ * made a grant's cost grow with an agent's concurrency (~100 µs more Postgres CPU per grant with 64
+ * slots than with one; see the pool README). Each agent is looked into only when the ones before it
+ * had no free slot, so only the slot returned is locked. Nothing when `grantable` is false.
  */
 function freeSlot(waiterSeq: SQL, grantable: SQL, endedHere: SQL): SQL {
   const firstFree = (range: SQL) => sql`(
@@ -285,13 +285,13 @@ const grantLease = (() => {
  * free slot each, handed out in request order, one commit for all (see StatementBatcher). A request
  * may name a lease of its holder's to end first (release_first): those are ended as the release
  * statement ends them, and their slots count as free to this grant. A request whose lease to end
- * was not released here gets no slot (see grantBatch). Answers with a row per request, in order: its lease and
- * agent when granted, its rank among the requests that could be granted (null for one that could
- * not), the end reason of the lease it ended here, and how many slots were picked: a ranked request
- * past that number found none free (no second look), one within it lost a race or met its request
- * id's earlier lease and is tried again alone, with grantLease's handling. Only requests that have
- * not queued are batched: each of them yields to every live waiter, so their order among themselves
- * is all that is left to choose, and arrival order it is.
+ * was not released here gets no slot (see settleFirstGrant). Answers with a row per request, in
+ * order: its lease and agent when granted, its rank among the requests that could be granted (null
+ * for one that could not), the end reason of the lease it ended here, and how many slots were
+ * picked: a ranked request past that number found none free (no second look), one within it lost a
+ * race or met its request id's earlier lease and is tried again alone, with grantLease's handling.
+ * Only requests that have not queued are batched: each of them yields to every live waiter, so their
+ * order among themselves is all that is left to choose, and arrival order it is.
  */
 const grantLeases = hotStatement(
   'pool_grant_leases',
@@ -405,6 +405,7 @@ function agentFromJson(json: Record<string, unknown>): AgentRow {
 
 export type CreateAgentOutcome = { row: AgentRow } | { nameTaken: true };
 export type ReleaseOutcome = { released: boolean } | { problem: LeaseProblem };
+export type DeleteAgentOutcome = 'deleted' | 'missing' | 'leased';
 
 /** An Acquire's first try. */
 export interface FirstGrant {
@@ -413,7 +414,6 @@ export interface FirstGrant {
   /** What became of the request's `releaseFirst` lease; undefined when it named none. A problem means nothing was granted. */
   released?: ReleaseOutcome;
 }
-export type DeleteAgentOutcome = 'deleted' | 'missing' | 'leased';
 
 class AgentHoldsLeases extends Error {}
 
@@ -573,12 +573,9 @@ export class PoolRepository {
   }
 
   /**
-   * A request's first try, before it queues: with others of the same want that arrive while such
-   * statements are in flight, in one statement (grantLeases); alone otherwise.
-   */
-  /**
-   * An Acquire's first try: its `releaseFirst` lease ended and the best free slot taken, in one
-   * statement shared with the other first tries of the same want in flight.
+   * A request's first try, before it queues: its `releaseFirst` lease ended and the best free slot
+   * taken, with others of the same want that arrive while such statements are in flight in one
+   * statement (grantLeases); alone otherwise (grantLease).
    */
   async tryAcquireFirst(spec: AcquireSpec): Promise<FirstGrant> {
     const want = `${spec.agentId}\u0000${spec.capability}\u0000${spec.agentType}`;
@@ -655,11 +652,13 @@ export class PoolRepository {
       const { leaseId, epoch } = spec.releaseFirst;
       if (ended === null) released = await this.releaseOutcomeOfEnded(leaseId, epoch);
       else released = ended === 'released' ? { released: true } : { problem: 'expired' };
+      // Refused: nothing was granted (a grant needs its lease released by the same statement).
       if ('problem' in released) return { granted: undefined, released };
-      // Its holder had released it already (a retried call): the statement granted nothing; look now.
-      if (!released.released) return { granted: await this.tryAcquire(spec, null), released };
     }
     if (row.lease && row.agent) return { granted: { lease: leaseFromJson(row.lease), agent: agentFromJson(row.agent) }, released };
+    // Its holder had released it already (a retried call, or the same lease named twice in a batch):
+    // the statement may have granted it nothing; look now.
+    if (released && 'released' in released && !released.released) return { granted: await this.tryAcquire(spec, null), released };
     // Picked a slot but got no lease (a lost race, a request id seen before): look again alone.
     return { granted: noneFree ? undefined : await this.tryAcquire(spec, null), released };
   }

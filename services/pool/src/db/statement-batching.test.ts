@@ -135,6 +135,24 @@ describe('batched grants and releases in the repository', () => {
     expect(await pool.repository.activeLeaseCount(agent!.id)).toBe(6);
   });
 
+  it('a lease handed back twice in one batch is ended once, and every lease granted is answered', async () => {
+    const client = createClient(PoolServiceDefinition, pool.address);
+    const { agent } = await client.createAgent({ agent: agentFields({ concurrency: 4 }) });
+    const held = (await pool.repository.tryAcquireFirst(spec(agent!.agentType, 500))).granted!;
+    const handBack = { leaseId: held.lease.id, epoch: held.lease.epoch };
+    // The first goes out alone; the two that arrive while it runs go out together.
+    const outcomes = await Promise.all([
+      pool.repository.tryAcquireFirst(spec(agent!.agentType, 501)),
+      pool.repository.tryAcquireFirst({ ...spec(agent!.agentType, 502), releaseFirst: handBack }),
+      pool.repository.tryAcquireFirst({ ...spec(agent!.agentType, 503), releaseFirst: handBack }),
+    ]);
+    expect(outcomes.slice(1).map((outcome) => outcome.released)).toEqual([{ released: true }, { released: false }]);
+    const granted = outcomes.flatMap(({ granted }) => (granted ? [granted] : []));
+    expect(granted).toHaveLength(3);
+    // No lease the statement granted went unanswered.
+    expect(await pool.repository.activeLeaseCount(agent!.id)).toBe(granted.length);
+  });
+
   it('answers each release of a batch for itself: a stale epoch among good ones is refused alone', async () => {
     const client = createClient(PoolServiceDefinition, pool.address);
     const { agent } = await client.createAgent({ agent: agentFields({ concurrency: 4 }) });

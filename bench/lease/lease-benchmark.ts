@@ -24,7 +24,7 @@ import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { Logger, makeWorkerUtils, run, type Runner } from 'graphile-worker';
-import { createClient, createLogger } from '@actor/kit';
+import { STOP_WITH_LAUNCHER_VARIABLE, createClient, createLogger } from '@actor/kit';
 import { PoolServiceDefinition, type Lease } from '@actor/proto/pool';
 import { loadPoolConfig } from '../../services/pool/src/config.js';
 import { LeaseSessionClient } from '../../services/pool/src/client/lease-session-client.js';
@@ -286,9 +286,11 @@ async function spawnPool(databaseUrl: string, settings: Record<string, string> =
       POOL_DATABASE_URL: '',
       POOL_DATABASE_MAX_CONNECTIONS: String(pgConnections),
       LOG_LEVEL: 'warn',
+      // Stops when this process's end closes its stdin, even if this process is killed (a timeout).
+      [STOP_WITH_LAUNCHER_VARIABLE]: '1',
       ...settings,
     },
-    stdio: ['ignore', 'inherit', 'inherit'],
+    stdio: ['pipe', 'inherit', 'inherit'],
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const client = createClient(PoolServiceDefinition, address, { deadlineMs: 1_000 });

@@ -15,6 +15,21 @@ export interface TestPlatform {
   stop(): Promise<void>;
 }
 
+/** Free loopback ports for the five services and the gateway, as the settings `launchPlatform` reads. */
+export async function freePlatformAddresses() {
+  const [registry, pool, placement, execution, billing, gateway] = await Promise.all(
+    Array.from({ length: 6 }, () => freePort()),
+  );
+  return {
+    REGISTRY_ADDR: `127.0.0.1:${registry}`,
+    POOL_ADDR: `127.0.0.1:${pool}`,
+    PLACEMENT_ADDR: `127.0.0.1:${placement}`,
+    EXECUTION_ADDR: `127.0.0.1:${execution}`,
+    BILLING_ADDR: `127.0.0.1:${billing}`,
+    GATEWAY_PORT: String(gateway),
+  };
+}
+
 /**
  * The whole platform as separate OS processes on free loopback ports: on fresh PGlite data dirs, or
  * on a fresh Postgres database when DATABASE_URL is set.
@@ -22,21 +37,14 @@ export interface TestPlatform {
 export async function startTestPlatform(extraEnv: Record<string, string> = {}): Promise<TestPlatform> {
   const database = await testDatabase();
   const dataDir = mkdtempSync(join(tmpdir(), 'actor-e2e-'));
-  const [registry, pool, placement, execution, billing, gateway] = await Promise.all(
-    Array.from({ length: 6 }, () => freePort()),
-  );
+  const addresses = await freePlatformAddresses();
   const token = `e2e-token-${Date.now()}`;
   const logs: string[] = [];
   const env = {
     ACTOR_DATA_DIR: dataDir,
     DATABASE_URL: database.databaseUrl ?? '',
     ACTOR_DEV_TOKEN: token,
-    REGISTRY_ADDR: `127.0.0.1:${registry}`,
-    POOL_ADDR: `127.0.0.1:${pool}`,
-    PLACEMENT_ADDR: `127.0.0.1:${placement}`,
-    EXECUTION_ADDR: `127.0.0.1:${execution}`,
-    BILLING_ADDR: `127.0.0.1:${billing}`,
-    GATEWAY_PORT: String(gateway),
+    ...addresses,
     EXECUTION_POLL_INTERVAL_MS: '100',
     LOG_LEVEL: 'warn',
     ...extraEnv,
@@ -46,7 +54,7 @@ export async function startTestPlatform(extraEnv: Record<string, string> = {}): 
     onLine: (name, line) => logs.push(`[${name}] ${line}`),
     onExit: (name, code, signal) => logs.push(`[${name}] exited ${code ?? signal}`),
   });
-  const url = `http://127.0.0.1:${gateway}`;
+  const url = `http://127.0.0.1:${env.GATEWAY_PORT}`;
   try {
     await waitUntilReady(url, 150_000);
   } catch (error) {

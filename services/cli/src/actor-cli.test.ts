@@ -169,7 +169,7 @@ describe('actor run on the demo backends, with nothing configured', { timeout: s
 
   it('asks the --classifier backend to classify the task and bills its call to the task', async () => {
     const run = await actor(['run', '--json', '--classifier', 'demo:beta-small', 'Summarise the plot of Hamlet']);
-    expect(run.code).toBe(0);
+    expect(run.code, `${run.stdout}\n${run.stderr}`).toBe(0);
     const answer = JSON.parse(run.stdout) as {
       id: string;
       cost: { micro_usd: number };

@@ -66,7 +66,7 @@ describe('actor CLI usage', { timeout: subprocessTimeoutMs }, () => {
     expect(main.stdout).toContain('actor run "<task>"');
     expect(main.stdout).toContain('actor adapters');
     const run = await actor(['run', '--help']);
-    expect(run.code).toBe(0);
+    expect(run.code, `${run.stdout}\n${run.stderr}`).toBe(0);
     expect(run.stdout).toContain('--budget-usd');
     expect(run.stdout).toContain('130 cancelled');
   });
@@ -105,10 +105,18 @@ describe('actor CLI usage', { timeout: subprocessTimeoutMs }, () => {
   });
 });
 
+/**
+ * A demo backend's answer is flawed with probability 1 - quality (alpha-pro 0.95, beta-large 0.9, ...), drawn
+ * from the run's random execution id, and the demo judge rejects every flawed answer. A test that needs a
+ * verdict to pass therefore pins quality to 1; left to the defaults, about one `--mode best` run in ten
+ * fails verification with nothing stronger to escalate to. The escalation test pins it to 0 instead.
+ */
+const goodAnswers = ['--agent-config', '{"quality": 1}'];
+
 describe('actor run on the demo backends, with nothing configured', { timeout: subprocessTimeoutMs }, () => {
   it('runs a task, streams progress to stderr, prints the answer and writes the trace and the day spend', async () => {
-    const run = await actor(['run', 'Write a haiku about routing']);
-    expect(run.code).toBe(0);
+    const run = await actor(['run', ...goodAnswers, 'Write a haiku about routing']);
+    expect(run.code, `${run.stdout}\n${run.stderr}`).toBe(0);
     expect(run.stdout).toContain('simulated demo answer');
     expect(run.stdout).toContain('Write a haiku about routing');
     expect(run.stderr).toContain('[place] Attempt 1 will run on demo:');
@@ -124,8 +132,8 @@ describe('actor run on the demo backends, with nothing configured', { timeout: s
   });
 
   it('answers JSON with the result, the cost and the explanation, and bills the day file', async () => {
-    const run = await actor(['run', '--json', '--mode', 'best', 'Explain how a hash map works']);
-    expect(run.code).toBe(0);
+    const run = await actor(['run', '--json', ...goodAnswers, '--mode', 'best', 'Explain how a hash map works']);
+    expect(run.code, `${run.stdout}\n${run.stderr}`).toBe(0);
     const answer = JSON.parse(run.stdout) as {
       id: string;
       state: string;
@@ -157,18 +165,15 @@ describe('actor run on the demo backends, with nothing configured', { timeout: s
   });
 
   it('keeps the work on the backends named with --backend', async () => {
-    const run = await actor(['run', '--json', '--backend', 'demo:alpha-pro', 'Summarise the plot of Hamlet']);
-    // A demo backend's draws follow the run's random execution id: now and then alpha-pro's answer is
-    // flawed and the judge rejects it, and with no other backend allowed there is nothing to escalate
-    // to, so the run fails (exit 1). Either way the work stays on the named backend.
-    const answer = JSON.parse(run.stdout) as { state: string; attempts: Array<{ backend: string }> };
-    expect([0, 1]).toContain(run.code);
-    expect(answer.state).toBe(run.code === 0 ? 'succeeded' : 'failed');
-    expect(answer.attempts.map((attempt) => attempt.backend)).toEqual(['demo:alpha-pro']);
+    const run = await actor(['run', '--json', ...goodAnswers, '--backend', 'demo:alpha-pro', 'Summarise the plot of Hamlet']);
+    expect(run.code, `${run.stdout}\n${run.stderr}`).toBe(0);
+    const answer = JSON.parse(run.stdout) as { state: string; attempts: Array<{ backend: string; state: string }> };
+    expect(answer.state).toBe('succeeded');
+    expect(answer.attempts.map((attempt) => [attempt.backend, attempt.state])).toEqual([['demo:alpha-pro', 'passed']]);
   });
 
   it('asks the --classifier backend to classify the task and bills its call to the task', async () => {
-    const run = await actor(['run', '--json', '--classifier', 'demo:beta-small', 'Summarise the plot of Hamlet']);
+    const run = await actor(['run', '--json', ...goodAnswers, '--classifier', 'demo:beta-small', 'Summarise the plot of Hamlet']);
     expect(run.code, `${run.stdout}\n${run.stderr}`).toBe(0);
     const answer = JSON.parse(run.stdout) as {
       id: string;
@@ -296,8 +301,8 @@ describe('actor run on a code task in a git repository', { timeout: subprocessTi
   });
 
   it('runs the test command in a working copy before the judge, and removes the copy', async () => {
-    const run = await actor(['run', '--json', '--test', 'test "$(sh add.sh 2 3)" = 5', 'Fix the bug in add.sh'], { cwd: repo });
-    expect(run.code).toBe(0);
+    const run = await actor(['run', '--json', ...goodAnswers, '--test', 'test "$(sh add.sh 2 3)" = 5', 'Fix the bug in add.sh'], { cwd: repo });
+    expect(run.code, `${run.stdout}\n${run.stderr}`).toBe(0);
     const answer = JSON.parse(run.stdout) as {
       state: string;
       attempts: Array<{ verdict: { checks: string[] } }>;

@@ -113,7 +113,7 @@ describe('actor CLI usage', { timeout: subprocessTimeoutMs }, () => {
  */
 const goodAnswers = ['--agent-config', '{"quality": 1}'];
 
-describe('actor run on the demo backends, with nothing configured', { timeout: subprocessTimeoutMs }, () => {
+describe('actor run on the demo backends, with no real backend configured', { timeout: subprocessTimeoutMs }, () => {
   it('runs a task, streams progress to stderr, prints the answer and writes the trace and the day spend', async () => {
     const run = await actor(['run', ...goodAnswers, 'Write a haiku about routing']);
     expect(run.code, `${run.stdout}\n${run.stderr}`).toBe(0);

@@ -15,6 +15,9 @@
  *   npx tsx bench/lease/lease-benchmark.ts
  *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres SECONDS_PER_LEVEL=5 LEVELS=1,16,64 npx tsx bench/lease/lease-benchmark.ts
  *   POOL_PLACEMENT=session,session-handback,process,process-sync-release,in-process (the default; any subset; session = lease stream to a pool in its own process, session-handback = the same with each release riding on the next Acquire) npx tsx bench/lease/lease-benchmark.ts
+ *   POOL_PLACEMENT=floor,session-handback LEVELS=1: adds the design's floor (see session-transport.ts): the
+ *     same client, stream and session server code in another process, each Acquire answered after one
+ *     synchronously committed insert and no lease logic; at 1 worker no pool of this shape can beat it
  *   POOL_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/pool-prof': extra node flags for the pool's own process
  *   PG_CONNECTIONS=10 (the default): Postgres connections of the pool (POOL_DATABASE_MAX_CONNECTIONS) and of graphile-worker (maxPoolSize)
  */
@@ -35,7 +38,7 @@ const baseUrl = process.env.BENCH_DATABASE_URL ?? process.env.DATABASE_URL ?? 'p
 const levels = (process.env.LEVELS ?? '1,16,64').split(',').map(Number);
 const secondsPerLevel = Number(process.env.SECONDS_PER_LEVEL ?? 6);
 const placements = (process.env.POOL_PLACEMENT ?? 'session,session-handback,process,process-sync-release,in-process').split(',') as Placement[];
-type Placement = 'session' | 'session-handback' | 'process' | 'process-sync-release' | 'in-process';
+type Placement = 'session' | 'session-handback' | 'process' | 'process-sync-release' | 'in-process' | 'floor';
 const pgConnections = Number(process.env.PG_CONNECTIONS ?? 10);
 
 const systemNames: Record<Placement, string> = {
@@ -44,6 +47,7 @@ const systemNames: Record<Placement, string> = {
   process: 'actor pool (gRPC, own process)',
   'process-sync-release': 'actor pool (gRPC, own process, synchronous release)',
   'in-process': 'actor pool (gRPC, in this process)',
+  floor: 'floor: lease session to a server that makes one durable insert per Acquire, no lease logic',
 };
 
 function percentile(sorted: number[], fraction: number): number {
@@ -259,7 +263,7 @@ async function benchGraphileWorker(connectionString: string, workers: number): P
 
 type Transport = 'unary' | 'session' | 'session-handback';
 const transportOf = (placement: Placement): Transport =>
-  placement === 'session' || placement === 'session-handback' ? placement : 'unary';
+  placement === 'floor' ? 'session-handback' : placement === 'session' || placement === 'session-handback' ? placement : 'unary';
 
 interface RunningPool {
   address: string;
@@ -278,6 +282,28 @@ async function startInProcess(databaseUrl: string): Promise<RunningPool> {
     logger: createLogger('pool', 'silent'),
   });
   return { address: pool.address, stop: () => pool.stop() };
+}
+
+/** session-transport.ts's server with the benchmark's database (see POOL_PLACEMENT=floor); ready once it says so. */
+async function spawnFloor(databaseUrl: string): Promise<RunningPool> {
+  const address = `127.0.0.1:${await freePort()}`;
+  const entryPoint = fileURLToPath(new URL('./session-transport.ts', import.meta.url));
+  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', entryPoint, 'server', address, databaseUrl], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  await new Promise<void>((resolve, reject) => {
+    child.stdout!.once('data', () => resolve());
+    child.once('exit', (code) => reject(new Error(`the floor server exited with ${code}`)));
+  });
+  return {
+    address,
+    pid: child.pid,
+    stop: async () => {
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
 }
 
 /** The pool's own main.ts in a child process; ready once it answers a call. */
@@ -369,8 +395,14 @@ try {
     const pool =
       placement === 'in-process'
         ? await startInProcess(databaseUrl)
-        : await spawnPool(databaseUrl, placement === 'process-sync-release' ? { POOL_RELEASE_SYNCHRONOUS_COMMIT: 'true' } : {});
+        : placement === 'floor'
+          ? await spawnFloor(databaseUrl)
+          : await spawnPool(databaseUrl, placement === 'process-sync-release' ? { POOL_RELEASE_SYNCHRONOUS_COMMIT: 'true' } : {});
     running.push({ placement, pool, agentType: `bench-agent-${placement}` });
+    if (placement === 'floor') {
+      await benchPool(pool, `bench-agent-${placement}`, 4, systemNames[placement], transportOf(placement)); // warm-up
+      continue;
+    }
     // An agent per system, with one slot per worker at the highest level: every acquire finds a free
     // slot, as every claim finds a queued job.
     await createClient(PoolServiceDefinition, pool.address).createAgent({

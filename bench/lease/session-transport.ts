@@ -6,9 +6,16 @@
  *
  *   npx tsx bench/lease/session-transport.ts
  *   SECONDS_PER_LEVEL=3 LEVELS=1,16,64 npx tsx bench/lease/session-transport.ts
+ *
+ * `lease-benchmark.ts` also runs this server with a database (POOL_PLACEMENT=floor): each Acquire then
+ * makes one durable write before it answers (a row inserted by a named prepared statement, committed
+ * synchronously), the least a grant that must survive a database crash can cost. That row is the floor
+ * of the design itself (a separate pool service over gRPC in front of Postgres), whatever the lease
+ * logic does.
  */
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import pg from 'pg';
 import { createClient, createLogger, startGrpcServer } from '@actor/kit';
 import { PoolServiceDefinition, type Lease, type PoolServiceImplementation } from '@actor/proto/pool';
 import { LeaseSessionClient } from '../../services/pool/src/client/lease-session-client.js';
@@ -42,6 +49,16 @@ if (process.argv[2] === 'server') {
     expireTime: now,
   };
   const logger = createLogger('transport', 'silent');
+  const databaseUrl = process.argv[4];
+  let durableWrite = async () => undefined as unknown;
+  if (databaseUrl) {
+    // One connection, as one worker's grants would use; the table is this server's own.
+    const database = new pg.Client({ connectionString: databaseUrl });
+    await database.connect();
+    await database.query('create table if not exists floor_grants (id bigserial primary key, granted_at timestamptz not null)');
+    durableWrite = () =>
+      database.query({ name: 'floor_grant', text: 'insert into floor_grants (granted_at) values (statement_timestamp())' });
+  }
   const unimplemented = async () => {
     throw new Error('not served by this benchmark');
   };
@@ -54,7 +71,10 @@ if (process.argv[2] === 'server') {
       const methods = Object.fromEntries(Object.keys(PoolServiceDefinition.methods).map((name) => [name, unimplemented]));
       const leaseSession = createLeaseSession({
         operations: {
-          acquire: async () => ({ lease, released: false }),
+          acquire: async (request) => {
+            await durableWrite();
+            return { lease, released: request.releaseFirst !== undefined };
+          },
           renew: async () => ({ lease }),
           release: async () => ({ released: true }),
         },

@@ -14,11 +14,13 @@
  *
  *   npx tsx bench/lease/lease-benchmark.ts
  *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres SECONDS_PER_LEVEL=5 LEVELS=1,16,64 npx tsx bench/lease/lease-benchmark.ts
- *   POOL_PLACEMENT=session,session-handback,process,process-sync-release,in-process (the default; any subset; session = lease stream to a pool in its own process, session-handback = the same with each release riding on the next Acquire) npx tsx bench/lease/lease-benchmark.ts
- *   POOL_PLACEMENT=floor,session-handback LEVELS=1: adds the design's floor (see session-transport.ts): the
- *     same client, stream and session server code in another process, each Acquire answered after one
- *     synchronously committed insert and no lease logic; at 1 worker no pool of this shape can beat it
- *   POOL_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/pool-prof': extra node flags for the pool's own process
+ *   POOL_PLACEMENT=floor,session,session-handback,process,process-sync-release,in-process (the default; any subset; session = lease stream to a pool in its own process, session-handback = the same with each release riding on the next Acquire) npx tsx bench/lease/lease-benchmark.ts
+ *   floor: the design's floor (see session-transport.ts): the same client, stream and session server code
+ *     in another process, each Acquire answered after one synchronously committed insert and no lease
+ *     logic; at 1 worker no pool of this shape (a service over gRPC in front of Postgres) can beat it
+ *   POOL_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/pool-prof': extra node flags for the pool's own process (and the floor's server)
+ *   ROUNDS=5 LEVELS=1: runs every level that many times over (interleaved as above) and adds a summary:
+ *     per system and level the median rate, its range, and the median of each round's ratio to graphile-worker
  *   PG_CONNECTIONS=10 (the default): Postgres connections of the pool (POOL_DATABASE_MAX_CONNECTIONS) and of graphile-worker (maxPoolSize)
  */
 import { execSync, spawn, type ChildProcess } from 'node:child_process';
@@ -37,9 +39,10 @@ import { freePort } from '../../scripts/platform.js';
 const baseUrl = process.env.BENCH_DATABASE_URL ?? process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const levels = (process.env.LEVELS ?? '1,16,64').split(',').map(Number);
 const secondsPerLevel = Number(process.env.SECONDS_PER_LEVEL ?? 6);
-const placements = (process.env.POOL_PLACEMENT ?? 'session,session-handback,process,process-sync-release,in-process').split(',') as Placement[];
+const placements = (process.env.POOL_PLACEMENT ?? 'floor,session,session-handback,process,process-sync-release,in-process').split(',') as Placement[];
 type Placement = 'session' | 'session-handback' | 'process' | 'process-sync-release' | 'in-process' | 'floor';
 const pgConnections = Number(process.env.PG_CONNECTIONS ?? 10);
+const rounds = Number(process.env.ROUNDS ?? 1);
 
 const systemNames: Record<Placement, string> = {
   session: 'actor pool (lease session stream, own process)',
@@ -68,6 +71,8 @@ async function adminQuery(text: string): Promise<void> {
 interface Row {
   system: string;
   workers: number;
+  /** Which run over the levels it came from (ROUNDS), from 1. */
+  round?: number;
   completed: number;
   perSecond: number;
   p50Ms: number;
@@ -119,6 +124,23 @@ async function postgresProcessCpu(): Promise<Map<number, number>> {
     [databaseName],
   );
   return new Map(rows.map((row) => [row.pid, processCpuMs(row.pid)]));
+}
+
+/**
+ * VACUUM (ANALYZE) of the benchmark database, before every measurement: each system starts from tables
+ * as autovacuum would keep them. Without it, on a server with autovacuum off (this project's machines),
+ * the dead rows every earlier measurement left behind slow the later ones: graphile-worker's jobs
+ * (deleted as they complete) fell from 414 to 229 jobs/s over five rounds of 1 worker, its Postgres CPU per
+ * job rising from 0.78 to 2.57 ms.
+ */
+async function vacuum(databaseUrl: string): Promise<void> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    await client.query('vacuum (analyze)');
+  } finally {
+    await client.end();
+  }
 }
 
 /** Starts counting CPU time; the returned function stops and tells what was spent. */
@@ -251,7 +273,7 @@ async function benchGraphileWorker(connectionString: string, workers: number): P
   await utils.withPgClient((client) => client.query(`delete from graphile_worker._private_jobs`));
   await utils.release();
   return {
-    system: 'graphile-worker 0.16.6',
+    system: graphileSystem,
     workers,
     completed: counted,
     perSecond: counted / elapsedSeconds,
@@ -260,6 +282,8 @@ async function benchGraphileWorker(connectionString: string, workers: number): P
     cpu,
   };
 }
+
+const graphileSystem = 'graphile-worker 0.16.6';
 
 type Transport = 'unary' | 'session' | 'session-handback';
 const transportOf = (placement: Placement): Transport =>
@@ -288,7 +312,8 @@ async function startInProcess(databaseUrl: string): Promise<RunningPool> {
 async function spawnFloor(databaseUrl: string): Promise<RunningPool> {
   const address = `127.0.0.1:${await freePort()}`;
   const entryPoint = fileURLToPath(new URL('./session-transport.ts', import.meta.url));
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', entryPoint, 'server', address, databaseUrl], {
+  const nodeArgs = (process.env.POOL_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const child: ChildProcess = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', entryPoint, 'server', address, databaseUrl], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -361,7 +386,7 @@ function printTable(): void {
     const perCycle = (ms: number) => format(row.completed > 0 ? ms / row.completed : Number.NaN);
     const { benchMs, poolProcessMs, postgresMs } = row.cpu;
     console.log(
-      `| ${row.system} | ${row.workers} | ${row.completed} | ${format(row.perSecond, 0)} | ${format(row.p50Ms)} | ${format(row.p99Ms)} ` +
+      `| ${row.system}${rounds > 1 ? ` (round ${row.round})` : ''} | ${row.workers} | ${row.completed} | ${format(row.perSecond, 0)} | ${format(row.p50Ms)} | ${format(row.p99Ms)} ` +
         `| ${perCycle(benchMs)} | ${perCycle(poolProcessMs)} | ${perCycle(postgresMs)} | ${perCycle(benchMs + poolProcessMs + postgresMs)} |`,
     );
   }
@@ -376,8 +401,42 @@ function printTable(): void {
       '\ngraphile-worker: one job = claim + run a task that completes at once + complete, as a library talking to' +
       '\nPostgres directly (no network hop, no fencing, reclaim after its 4 h lock timeout); two statements, both' +
       '\ncommitting synchronously (the server default it keeps).' +
+      '\nfloor: what the shape itself costs (a pool service over gRPC in front of Postgres): the same client, stream' +
+      '\nand session server code in another process (the pool process column), each Acquire answered after one' +
+      '\ninsert committed synchronously, no lease logic; at 1 worker no pool of this shape can beat it.' +
       '\npostgres cpu: the backends of the benchmark database and the server processes (WAL writer, checkpointer...).',
   );
+}
+
+/**
+ * ROUNDS > 1: per system and level, the median rate over the rounds, the slowest and fastest round, and
+ * the median of the per-round ratios to graphile-worker at that level (each ratio taken within one
+ * round, so a machine that drifts between rounds skews no system against another).
+ */
+function printRoundsSummary(order: string[]): void {
+  const median = (values: number[]) => {
+    const sorted = [...values].sort((left, right) => left - right);
+    const middle = Math.floor(sorted.length / 2);
+    return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+  };
+  console.log(`\nOver ${rounds} rounds\n`);
+  console.log('| system | workers | median per second | slowest round | fastest round | median ratio to graphile-worker |');
+  console.log('| --- | ---: | ---: | ---: | ---: | ---: |');
+  for (const system of order) {
+    for (const workers of levels) {
+      const own = rows.filter((row) => row.system === system && row.workers === workers);
+      if (own.length === 0) continue;
+      const ratios = own.map((row) => {
+        const peer = rows.find((other) => other.system === graphileSystem && other.workers === workers && other.round === row.round);
+        return peer && peer.perSecond > 0 ? row.perSecond / peer.perSecond : Number.NaN;
+      });
+      const rates = own.map((row) => row.perSecond);
+      console.log(
+        `| ${system} | ${workers} | ${median(rates).toFixed(0)} | ${Math.min(...rates).toFixed(0)} | ${Math.max(...rates).toFixed(0)} ` +
+          `| ${median(ratios).toFixed(2)} |`,
+      );
+    }
+  }
 }
 
 const databaseName = `actor_bench_lease_${randomBytes(4).toString('hex')}`;
@@ -421,15 +480,23 @@ try {
   await migrateUtils.migrate();
   await migrateUtils.release();
 
-  for (const workers of levels) {
-    for (const { placement, pool, agentType } of running) {
-      rows.push(await benchPool(pool, agentType, workers, systemNames[placement], transportOf(placement)));
+  for (let round = 1; round <= rounds; round++) {
+    for (const workers of levels) {
+      for (const { placement, pool, agentType } of running) {
+        await vacuum(databaseUrl);
+        rows.push({ ...(await benchPool(pool, agentType, workers, systemNames[placement], transportOf(placement))), round });
+      }
+      await vacuum(databaseUrl);
+      rows.push({ ...(await benchGraphileWorker(databaseUrl, workers)), round });
     }
-    rows.push(await benchGraphileWorker(databaseUrl, workers));
   }
-  const order = [...placements.map((placement) => systemNames[placement]), 'graphile-worker 0.16.6'];
-  rows.sort((left, right) => order.indexOf(left.system) - order.indexOf(right.system) || left.workers - right.workers);
+  const order = [...placements.map((placement) => systemNames[placement]), graphileSystem];
+  rows.sort(
+    (left, right) =>
+      order.indexOf(left.system) - order.indexOf(right.system) || left.workers - right.workers || left.round! - right.round!,
+  );
   printTable();
+  if (rounds > 1) printRoundsSummary(order);
 } finally {
   for (const { pool } of running) await pool.stop();
   await statsClient.end();

@@ -84,6 +84,8 @@ if (process.argv[2] === 'server') {
       server.add(PoolServiceDefinition, { ...methods, leaseSession } as unknown as PoolServiceImplementation);
     },
   });
+  // Exits normally on SIGTERM (how lease-benchmark.ts stops it), so that a --cpu-prof profile is written.
+  process.once('SIGTERM', () => process.exit(0));
   process.stdout.write('ready\n');
 } else {
   const address = `127.0.0.1:${await freePort()}`;

@@ -52,9 +52,9 @@ if (process.argv[2] === 'server') {
   const databaseUrl = process.argv[4];
   let durableWrite = async () => undefined as unknown;
   if (databaseUrl) {
-    // One connection, as one worker's grants would use; the table is this server's own.
-    const database = new pg.Client({ connectionString: databaseUrl });
-    await database.connect();
+    // As many connections as the pool gets (PG_CONNECTIONS, as lease-benchmark.ts sets it); no batching,
+    // so from 16 workers on the pool, which batches, can pass this row: it is the floor at 1 worker.
+    const database = new pg.Pool({ connectionString: databaseUrl, max: Number(process.env.PG_CONNECTIONS ?? 10) });
     await database.query('create table if not exists floor_grants (id bigserial primary key, granted_at timestamptz not null)');
     durableWrite = () =>
       database.query({ name: 'floor_grant', text: 'insert into floor_grants (granted_at) values (statement_timestamp())' });

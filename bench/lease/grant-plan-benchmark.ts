@@ -4,7 +4,8 @@
  * (each grant handing the previous lease back, release_first), with the Postgres backend's CPU time per
  * cycle (from /proc: Postgres must run on this machine); then EXPLAIN ANALYZE of the grant statement
  * as the repository prepares it (named), first run against a later run: once Postgres settles on a
- * generic plan, planning time all but disappears. A fresh database is created and dropped afterwards.
+ * generic plan, planning time all but disappears. Two references beside the hand-back: its two writes
+ * alone as one bare statement, and a one-row insert. A fresh database is created and dropped afterwards.
  *
  *   npx tsx bench/lease/grant-plan-benchmark.ts
  *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres CYCLES=3000 SLOTS=64 npx tsx bench/lease/grant-plan-benchmark.ts
@@ -106,7 +107,34 @@ try {
     const next = await repository.tryAcquireFirst({ ...spec, releaseFirst: { leaseId: held.lease.id, epoch: held.lease.epoch } });
     held = next.granted!;
   });
-  await repository.releaseLease(held.lease.id, held.lease.epoch);
+  // References for the hand-back statement's cost, on the same connection and tables: the two writes
+  // it cannot do without (end the lease, insert the next on the same slot) as one bare statement with
+  // no slot search, queue check or row lock, and a one-row insert into a table with only a primary key
+  // (what the floor in lease-benchmark.ts pays per Acquire). Both commit synchronously, as the grant does.
+  const pool = client as unknown as pg.Pool;
+  await pool.query('vacuum (analyze)');
+  let current = { id: held.lease.id, epoch: held.lease.epoch };
+  let serial = 0;
+  const bareWrites = await measure(async () => {
+    const { rows } = await pool.query<{ id: string; epoch: string }>({
+      name: 'bench_bare_hand_back',
+      text: `with ended as (
+               update pool.agent_leases set ended_at = statement_timestamp(), end_reason = 'released'
+               where id = $1 and epoch = $2 and ended_at is null
+               returning agent_id, slot_no)
+             insert into pool.agent_leases (id, agent_id, slot_no, work_type, work_id, project_id, acquired_at, expires_at)
+             select $3, agent_id, slot_no, 'task', 'bench', 'prj_bench', statement_timestamp(), statement_timestamp() + interval '30 seconds'
+             from ended
+             returning id, epoch`,
+      values: [current.id, current.epoch, `lse_bare_${serial++}`],
+    });
+    current = { id: rows[0]!.id, epoch: Number(rows[0]!.epoch) };
+  });
+  await repository.releaseLease(current.id, current.epoch);
+  await pool.query('create table bench_inserts (id bigserial primary key, at timestamptz not null)');
+  const oneInsert = await measure(async () => {
+    await pool.query({ name: 'bench_one_insert', text: 'insert into bench_inserts (at) values (statement_timestamp())' });
+  });
   await database.close();
 
   const grant = sent.get('pool_grant_lease');
@@ -137,7 +165,9 @@ try {
   lines.push(`\nPool repository on Postgres (${url.host}), one connection, no gRPC, one agent of ${slots} slots, ${cycles} cycles each\n`);
   lines.push('| acquire -> release cycle | per second | Postgres backend CPU µs per cycle |', '| --- | ---: | ---: |');
   lines.push(`| grant, then release (2 statements) | ${twoStatements.perSecond.toFixed(0)} | ${twoStatements.backendMicros.toFixed(0)} |`);
-  lines.push(`| grant handing the last lease back (1 statement) | ${handedBack.perSecond.toFixed(0)} | ${handedBack.backendMicros.toFixed(0)} |\n`);
+  lines.push(`| grant handing the last lease back (1 statement) | ${handedBack.perSecond.toFixed(0)} | ${handedBack.backendMicros.toFixed(0)} |`);
+  lines.push(`| reference: its two writes alone (end the lease, insert the next on its slot; no search, no checks) | ${bareWrites.perSecond.toFixed(0)} | ${bareWrites.backendMicros.toFixed(0)} |`);
+  lines.push(`| reference: one-row insert, primary key only | ${oneInsert.perSecond.toFixed(0)} | ${oneInsert.backendMicros.toFixed(0)} |\n`);
   lines.push('| grant run (same session) | planning ms | execution ms |', '| ---: | ---: | ---: |');
   for (const timing of timings) lines.push(`| ${timing.run} | ${timing.planningMs.toFixed(3)} | ${timing.executionMs.toFixed(3)} |`);
 } finally {

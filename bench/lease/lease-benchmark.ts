@@ -308,19 +308,8 @@ async function startInProcess(databaseUrl: string): Promise<RunningPool> {
   return { address: pool.address, stop: () => pool.stop() };
 }
 
-/** session-transport.ts's server with the benchmark's database (see POOL_PLACEMENT=floor); ready once it says so. */
-async function spawnFloor(databaseUrl: string): Promise<RunningPool> {
-  const address = `127.0.0.1:${await freePort()}`;
-  const entryPoint = fileURLToPath(new URL('./session-transport.ts', import.meta.url));
-  const nodeArgs = (process.env.POOL_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const child: ChildProcess = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', entryPoint, 'server', address, databaseUrl], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  await new Promise<void>((resolve, reject) => {
-    child.stdout!.once('data', () => resolve());
-    child.once('exit', (code) => reject(new Error(`the floor server exited with ${code}`)));
-  });
+/** A pool (or the floor's server) in a child process: stopped by SIGTERM, done once it has exited. */
+function childPool(address: string, child: ChildProcess, exited: Promise<void>): RunningPool {
   return {
     address,
     pid: child.pid,
@@ -329,6 +318,23 @@ async function spawnFloor(databaseUrl: string): Promise<RunningPool> {
       await exited;
     },
   };
+}
+
+/** session-transport.ts's server with the benchmark's database (see POOL_PLACEMENT=floor); ready once it says so. */
+async function spawnFloor(databaseUrl: string): Promise<RunningPool> {
+  const address = `127.0.0.1:${await freePort()}`;
+  const entryPoint = fileURLToPath(new URL('./session-transport.ts', import.meta.url));
+  const nodeArgs = (process.env.POOL_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const child: ChildProcess = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', entryPoint, 'server', address, databaseUrl], {
+    env: { ...process.env, PG_CONNECTIONS: String(pgConnections) },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  await new Promise<void>((resolve, reject) => {
+    child.stdout!.once('data', () => resolve());
+    child.once('exit', (code) => reject(new Error(`the floor server exited with ${code}`)));
+  });
+  return childPool(address, child, exited);
 }
 
 /** The pool's own main.ts in a child process; ready once it answers a call. */
@@ -362,14 +368,7 @@ async function spawnPool(databaseUrl: string, settings: Record<string, string> =
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
   }
-  return {
-    address,
-    pid: child.pid,
-    stop: async () => {
-      child.kill('SIGTERM');
-      await exited;
-    },
-  };
+  return childPool(address, child, exited);
 }
 
 function printTable(): void {

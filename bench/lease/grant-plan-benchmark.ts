@@ -83,7 +83,8 @@ try {
     waitTimeoutMs: 0,
     releaseFirst: null,
   };
-  const { rows } = await (client as unknown as pg.Pool).query<{ pid: number }>('select pg_backend_pid() as pid');
+  const pool = client as unknown as pg.Pool;
+  const { rows } = await pool.query<{ pid: number }>('select pg_backend_pid() as pid');
   const backendPid = rows[0]!.pid;
   /** Runs `cycle` `cycles` times: cycles per second and the backend's CPU µs per cycle. */
   const measure = async (cycle: () => Promise<void>) => {
@@ -101,7 +102,7 @@ try {
   });
   // The hand-back cycles start from tables as autovacuum would keep them (it is off on this project's
   // Postgres), not on the dead rows the cycles above left behind.
-  await (client as unknown as pg.Pool).query('vacuum (analyze)');
+  await pool.query('vacuum (analyze)');
   let held = (await repository.tryAcquireFirst(spec)).granted!;
   const handedBack = await measure(async () => {
     const next = await repository.tryAcquireFirst({ ...spec, releaseFirst: { leaseId: held.lease.id, epoch: held.lease.epoch } });
@@ -111,7 +112,6 @@ try {
   // it cannot do without (end the lease, insert the next on the same slot) as one bare statement with
   // no slot search, queue check or row lock, and a one-row insert into a table with only a primary key
   // (what the floor in lease-benchmark.ts pays per Acquire). Both commit synchronously, as the grant does.
-  const pool = client as unknown as pg.Pool;
   await pool.query('vacuum (analyze)');
   let current = { id: held.lease.id, epoch: held.lease.epoch };
   let serial = 0;

@@ -14,10 +14,13 @@
  *
  *   npx tsx bench/lease/lease-benchmark.ts
  *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres SECONDS_PER_LEVEL=5 LEVELS=1,16,64 npx tsx bench/lease/lease-benchmark.ts
- *   POOL_PLACEMENT=floor,session,session-handback,process,process-sync-release,in-process (the default; any subset; session = lease stream to a pool in its own process, session-handback = the same with each release riding on the next Acquire) npx tsx bench/lease/lease-benchmark.ts
+ *   POOL_PLACEMENT=floor,floor-grant,session,session-handback,process,process-sync-release,in-process (the default; any subset; session = lease stream to a pool in its own process, session-handback = the same with each release riding on the next Acquire) npx tsx bench/lease/lease-benchmark.ts
  *   floor: the design's floor (see session-transport.ts): the same client, stream and session server code
  *     in another process, each Acquire answered after one synchronously committed insert and no lease
  *     logic; at 1 worker no pool of this shape (a service over gRPC in front of Postgres) can beat it
+ *   floor-grant: the floor's server running the pool's own grant (its repository's hand-back statement, batched
+ *     as the pool batches it) and nothing else of the pool: what lies between floor and pool is split into
+ *     the statement's share (floor-grant less floor) and the pool service code's (the pool less floor-grant)
  *   POOL_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/pool-prof': extra node flags for the pool's own process (and the floor's server)
  *   ROUNDS=5 LEVELS=1: runs every level that many times over (interleaved as above) and adds a summary:
  *     per system and level the median rate, its range, and the median of each round's ratio to graphile-worker
@@ -39,8 +42,8 @@ import { freePort } from '../../scripts/platform.js';
 const baseUrl = process.env.BENCH_DATABASE_URL ?? process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const levels = (process.env.LEVELS ?? '1,16,64').split(',').map(Number);
 const secondsPerLevel = Number(process.env.SECONDS_PER_LEVEL ?? 6);
-const placements = (process.env.POOL_PLACEMENT ?? 'floor,session,session-handback,process,process-sync-release,in-process').split(',') as Placement[];
-type Placement = 'session' | 'session-handback' | 'process' | 'process-sync-release' | 'in-process' | 'floor';
+const placements = (process.env.POOL_PLACEMENT ?? 'floor,floor-grant,session,session-handback,process,process-sync-release,in-process').split(',') as Placement[];
+type Placement = 'session' | 'session-handback' | 'process' | 'process-sync-release' | 'in-process' | 'floor' | 'floor-grant';
 const pgConnections = Number(process.env.PG_CONNECTIONS ?? 10);
 const rounds = Number(process.env.ROUNDS ?? 1);
 
@@ -51,6 +54,7 @@ const systemNames: Record<Placement, string> = {
   'process-sync-release': 'actor pool (gRPC, own process, synchronous release)',
   'in-process': 'actor pool (gRPC, in this process)',
   floor: 'floor: lease session to a server that makes one durable insert per Acquire, no lease logic',
+  'floor-grant': "floor's server running the pool's grant statement (hand-back) and nothing else of the pool",
 };
 
 function percentile(sorted: number[], fraction: number): number {
@@ -282,7 +286,7 @@ const graphileSystem = 'graphile-worker 0.16.6';
 
 type Transport = 'unary' | 'session' | 'session-handback';
 const transportOf = (placement: Placement): Transport =>
-  placement === 'floor' ? 'session-handback' : placement === 'session' || placement === 'session-handback' ? placement : 'unary';
+  placement === 'floor' || placement === 'floor-grant' ? 'session-handback' : placement === 'session' || placement === 'session-handback' ? placement : 'unary';
 
 interface RunningPool {
   address: string;
@@ -315,13 +319,23 @@ function childPool(address: string, child: ChildProcess, exited: Promise<void>):
   };
 }
 
-/** session-transport.ts's server with the benchmark's database (see POOL_PLACEMENT=floor); ready once it says so. */
-async function spawnFloor(databaseUrl: string): Promise<RunningPool> {
+/**
+ * session-transport.ts's server with the benchmark's database (see POOL_PLACEMENT=floor); with `grant`,
+ * running the pool's grant statement for an agent of `agentType` (POOL_PLACEMENT=floor-grant). Ready once
+ * it says so.
+ */
+async function spawnFloor(databaseUrl: string, grant?: { agentType: string }): Promise<RunningPool> {
   const address = `127.0.0.1:${await freePort()}`;
   const entryPoint = fileURLToPath(new URL('./session-transport.ts', import.meta.url));
   const nodeArgs = (process.env.POOL_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const child: ChildProcess = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', entryPoint, 'server', address, databaseUrl], {
-    env: { ...process.env, PG_CONNECTIONS: String(pgConnections) },
+  const mode = grant ? ['grant'] : [];
+  const child: ChildProcess = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', entryPoint, 'server', address, databaseUrl, ...mode], {
+    env: {
+      ...process.env,
+      PG_CONNECTIONS: String(pgConnections),
+      FLOOR_AGENT_TYPE: grant?.agentType ?? '',
+      FLOOR_SLOTS: String(Math.max(...levels)),
+    },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -398,6 +412,8 @@ function printTable(): void {
       '\nfloor: what the shape itself costs (a pool service over gRPC in front of Postgres): the same client, stream' +
       '\nand session server code in another process (the pool process column), each Acquire answered after one' +
       '\ninsert committed synchronously, no lease logic; at 1 worker no pool of this shape can beat it.' +
+      "\nfloor's server running the pool's grant: the same, each Acquire running the pool's hand-back statement through" +
+      '\nits repository instead of the insert, and nothing else of the pool (no validation, queue, or mapping).' +
       '\npostgres cpu: the backends of the benchmark database and the server processes (WAL writer, checkpointer...).',
   );
 }
@@ -448,11 +464,11 @@ try {
     const pool =
       placement === 'in-process'
         ? await startInProcess(databaseUrl)
-        : placement === 'floor'
-          ? await spawnFloor(databaseUrl)
+        : placement === 'floor' || placement === 'floor-grant'
+          ? await spawnFloor(databaseUrl, placement === 'floor-grant' ? { agentType: `bench-agent-${placement}` } : undefined)
           : await spawnPool(databaseUrl, placement === 'process-sync-release' ? { POOL_RELEASE_SYNCHRONOUS_COMMIT: 'true' } : {});
     running.push({ placement, pool, agentType: `bench-agent-${placement}` });
-    if (placement === 'floor') {
+    if (placement === 'floor' || placement === 'floor-grant') {
       await benchPool(pool, `bench-agent-${placement}`, 4, systemNames[placement], transportOf(placement)); // warm-up
       continue;
     }

@@ -12,14 +12,23 @@
  * synchronously), the least a grant that must survive a database crash can cost. That row is the floor
  * of the design itself (a separate pool service over gRPC in front of Postgres), whatever the lease
  * logic does.
+ *
+ * With `grant` after the database (POOL_PLACEMENT=floor-grant), each Acquire instead runs the pool's own
+ * grant through its repository (`PoolRepository.tryAcquireFirst`: the hand-back statement, batched as
+ * the pool batches it) on the pool's schema, against an agent of its own, and answers with the lease
+ * granted; nothing else of the pool runs (no request validation, queueing, or mapping of rows to the
+ * answer). The pool's rows less this one are what the pool's service code costs; this row less the
+ * floor is what its statement costs.
  */
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { createClient, createLogger, startGrpcServer } from '@actor/kit';
+import { createClient, createLogger, openDatabase, startGrpcServer } from '@actor/kit';
 import { PoolServiceDefinition, type Lease, type PoolServiceImplementation } from '@actor/proto/pool';
 import { LeaseSessionClient } from '../../services/pool/src/client/lease-session-client.js';
-import { createLeaseSession } from '../../services/pool/src/lease-session.js';
+import { createLeaseSession, type LeaseOperations } from '../../services/pool/src/lease-session.js';
+import { PoolRepository } from '../../services/pool/src/db/pool-repository.js';
+import { schema } from '../../services/pool/src/db/schema.js';
 import { freePort } from '../../scripts/platform.js';
 
 const levels = (process.env.LEVELS ?? '1,16,64').split(',').map(Number);
@@ -50,14 +59,77 @@ if (process.argv[2] === 'server') {
   };
   const logger = createLogger('transport', 'silent');
   const databaseUrl = process.argv[4];
-  let durableWrite = async () => undefined as unknown;
-  if (databaseUrl) {
+  const connections = Number(process.env.PG_CONNECTIONS ?? 10);
+  let acquire: LeaseOperations['acquire'] = async (request) => ({ lease, released: request.releaseFirst !== undefined });
+  let release: LeaseOperations['release'] = async () => ({ released: true });
+  if (databaseUrl && process.argv[5] === 'grant') {
+    // The pool's database setup (migrations, generic plans for its named statements) and repository,
+    // with the pool's default batching; an agent of FLOOR_AGENT_TYPE (the type the benchmark asks for) with FLOOR_SLOTS slots.
+    const database = await openDatabase({
+      service: 'pool',
+      databaseUrl,
+      dataDir: '',
+      migrationsFolder: fileURLToPath(new URL('../../services/pool/migrations', import.meta.url)),
+      schema,
+      maxConnections: connections,
+      sessionSettings: { plan_cache_mode: 'force_generic_plan' },
+    });
+    const repository = new PoolRepository(database.db);
+    await repository.createAgent(
+      {
+        name: 'floor-grant',
+        description: '',
+        agentType: process.env.FLOOR_AGENT_TYPE ?? 'floor-grant',
+        capabilities: ['*'],
+        configuration: {},
+        enabled: true,
+        concurrency: Number(process.env.FLOOR_SLOTS ?? 64),
+      },
+      '',
+    );
+    acquire = async (request) => {
+      const spec = {
+        requestId: request.requestId,
+        workType: request.workType,
+        workId: request.workId,
+        projectId: request.projectId,
+        agentId: request.agentId,
+        capability: request.capability,
+        agentType: request.agentType,
+        ttlMs: request.ttlMs,
+        wait: false,
+        waitTimeoutMs: 0,
+        releaseFirst: request.releaseFirst ?? null,
+      };
+      const first = await repository.tryAcquireFirst(spec);
+      if (first.released && 'problem' in first.released) throw new Error(`the lease handed back was refused: ${first.released.problem}`);
+      // More callers than slots (only the benchmark's warm-up): no queue here, so try again shortly, the
+      // lease handed back (if any) being released already.
+      let granted = first.granted;
+      while (!granted) {
+        await new Promise((resolve) => setTimeout(resolve, 1));
+        granted = (await repository.tryAcquireFirst({ ...spec, releaseFirst: null })).granted;
+      }
+      return {
+        lease: { ...lease, id: granted.lease.id, epoch: granted.lease.epoch },
+        released: first.released !== undefined && 'released' in first.released && first.released.released,
+      };
+    };
+    // A worker's last lease, at the end of a level, is released for real: the next level needs its slot.
+    release = async (request) => {
+      const outcome = await repository.releaseLease(request.leaseId, request.epoch);
+      if ('problem' in outcome) throw new Error(`release refused: ${outcome.problem}`);
+      return outcome;
+    };
+  } else if (databaseUrl) {
     // As many connections as the pool gets (PG_CONNECTIONS, as lease-benchmark.ts sets it); no batching,
     // so from 16 workers on the pool, which batches, can pass this row: it is the floor at 1 worker.
-    const database = new pg.Pool({ connectionString: databaseUrl, max: Number(process.env.PG_CONNECTIONS ?? 10) });
+    const database = new pg.Pool({ connectionString: databaseUrl, max: connections });
     await database.query('create table if not exists floor_grants (id bigserial primary key, granted_at timestamptz not null)');
-    durableWrite = () =>
-      database.query({ name: 'floor_grant', text: 'insert into floor_grants (granted_at) values (statement_timestamp())' });
+    acquire = async (request) => {
+      await database.query({ name: 'floor_grant', text: 'insert into floor_grants (granted_at) values (statement_timestamp())' });
+      return { lease, released: request.releaseFirst !== undefined };
+    };
   }
   const unimplemented = async () => {
     throw new Error('not served by this benchmark');
@@ -71,12 +143,9 @@ if (process.argv[2] === 'server') {
       const methods = Object.fromEntries(Object.keys(PoolServiceDefinition.methods).map((name) => [name, unimplemented]));
       const leaseSession = createLeaseSession({
         operations: {
-          acquire: async (request) => {
-            await durableWrite();
-            return { lease, released: request.releaseFirst !== undefined };
-          },
+          acquire,
           renew: async () => ({ lease }),
-          release: async () => ({ released: true }),
+          release,
         },
         logger,
         shutdownSignal,

@@ -112,7 +112,7 @@ if (process.argv[2] === 'server') {
       }
       return {
         lease: { ...lease, id: granted.lease.id, epoch: granted.lease.epoch },
-        released: first.released !== undefined && 'released' in first.released && first.released.released,
+        released: first.released?.released ?? false,
       };
     };
     // A worker's last lease, at the end of a level, is released for real: the next level needs its slot.

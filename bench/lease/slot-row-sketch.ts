@@ -13,19 +13,19 @@
  * redesign of the table could save, not whether the pool should run on it.
  */
 import type pg from 'pg';
+import { sql } from 'drizzle-orm';
+import { PgDialect } from 'drizzle-orm/pg-core';
+import { fitOf } from '../../services/pool/src/db/pool-repository.js';
 
-/** The request's fit to agent `a` (the pool's `fitOf`): $1 agent id, $2 capability, $3 agent type. */
-const requestFit = `(case
-    when $1::text <> '' then (case when a.id = $1::text then 1 end)
-    when ($2::text = '' or a.capabilities @> jsonb_build_array($2::text) or a.capabilities @> '["*"]'::jsonb)
-         and ($3::text = '' or a.agent_type = $3::text) then 2
-    when $3::text <> '' and a.agent_type = $3::text then 3 end)`;
+/** The pool's own fit rule (`fitOf`) as SQL text, so the sketch ranks agents exactly as the pool does. */
+function fitText(agentId: string, capability: string, agentType: string): string {
+  return new PgDialect().sqlToQuery(fitOf({ agentId: sql.raw(agentId), capability: sql.raw(capability), agentType: sql.raw(agentType) })).sql;
+}
 
-const waiterFit = `(case
-    when w.agent_id <> '' then (case when a.id = w.agent_id then 1 end)
-    when (w.capability = '' or a.capabilities @> jsonb_build_array(w.capability) or a.capabilities @> '["*"]'::jsonb)
-         and (w.agent_type = '' or a.agent_type = w.agent_type) then 2
-    when w.agent_type <> '' and a.agent_type = w.agent_type then 3 end)`;
+/** The request's fit to agent `a`: $1 agent id, $2 capability, $3 agent type. */
+const requestFit = fitText('$1::text', '$2::text', '$3::text');
+/** A queued request's fit to agent `a`. */
+const waiterFit = fitText('w.agent_id', 'w.capability', 'w.agent_type');
 
 /** Slot row `s` is free: no lease, its lease past its deadline, or its lease ended by this statement. */
 const slotIsFree = `(s.lease_id is null or s.expires_at <= statement_timestamp()

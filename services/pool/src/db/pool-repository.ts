@@ -74,7 +74,7 @@ function fromNow(milliseconds: number | Placeholder | SQL): SQL {
  * when one is wanted), 3 of the wanted type; null when it does not fit. Used both to pick a slot and
  * to decide whether an older waiter has a claim on it, so the two can never disagree.
  */
-function fitOf(want: { agentId: SQL; capability: SQL; agentType: SQL }): SQL {
+export function fitOf(want: { agentId: SQL; capability: SQL; agentType: SQL }): SQL {
   return sql`(case
     when ${want.agentId} <> '' then (case when a.id = ${want.agentId} then 1 end)
     when (${want.capability} = ''
